@@ -1,0 +1,5 @@
+"""``python -m torchport``."""
+
+from torchport.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""The ``torchport`` command: parse arguments, call a pipeline, render, exit.
+
+Exit codes (the same for every subcommand): 0 nothing found, 1 findings at or above the failing
+severity, 2 usage, configuration or internal error (one line on stderr), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+
+from torchport import __version__
+from torchport.cli._common import Parser
+from torchport.errors import EXIT_ERROR, TorchportError
+
+# Each module registers one subcommand; they import torch lazily, so --help stays fast.
+SUBCOMMANDS = ("check", "port", "run", "doctor", "bench", "rule")
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="torchport",
+        description="Make PyTorch code written for the CPU run correctly and fast on a GPU.",
+        epilog="Exit codes: 0 clean, 1 findings, 2 usage/config/internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchport {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"torchport.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"torchport.cli.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_ERROR
+        return int(args.func(args))
+    except TorchportError as exc:
+        print(f"torchport: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("torchport: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (e.g. piped into `head`): not an error of ours or the user's.
+        sys.stderr.close()
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        if os.environ.get("TORCHPORT_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"torchport: internal error: {type(exc).__name__}: {exc} "
+            "(set TORCHPORT_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR

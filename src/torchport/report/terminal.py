@@ -1,0 +1,99 @@
+"""The default text output: rich on a terminal, plain when piped or when NO_COLOR is set."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from torchport.findings import Finding, Report, Severity
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def console_for(stream: TextIO) -> Console:
+    """A console that colours only a real terminal, and never when NO_COLOR is set."""
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(
+        file=stream,
+        force_terminal=is_tty,
+        no_color=bool(os.environ.get("NO_COLOR")) or not is_tty,
+        highlight=False,
+        soft_wrap=True,
+        emoji=False,
+        width=None if is_tty else 100,
+    )
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_scalar(v) for v in value) or "-"
+    return str(value)
+
+
+def _facts(console: Console, facts: dict[str, Any], indent: str = "") -> None:
+    for key, value in facts.items():
+        label = key.replace("_", " ")
+        if isinstance(value, dict):
+            console.print(f"{indent}{escape(label)}:")
+            _facts(console, value, indent + "  ")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            console.print(f"{indent}{escape(label)}:")
+            table = Table(show_edge=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+            columns = list(dict.fromkeys(k for row in value for k in row))
+            for column in columns:
+                table.add_column(column.replace("_", " "), overflow="fold")
+            for row in value:
+                table.add_row(*(escape(_scalar(row.get(c))) for c in columns))
+            console.print(table)
+        else:
+            console.print(f"{indent}{escape(label)}: {escape(_scalar(value))}")
+
+
+def _finding(console: Console, f: Finding) -> None:
+    where = f"{f.location}: " if f.location is not None else ""
+    style = _STYLE[f.severity]
+    console.print(
+        f"{escape(where)}[{style}]{f.code}[/] [{style}]{f.severity.label}[/] "
+        f"[bold]{f.name}[/]: {escape(f.message)}"
+    )
+    if f.fix is not None:
+        mark = ""
+        if f.fix.applicable:
+            mark = " (fix available)" if f.fix.safety.value == "safe" else " (unsafe fix)"
+        console.print(f"  [green]help[/]: {escape(f.fix.title)}{mark}")
+
+
+def _summary(console: Console, findings: list[Finding]) -> None:
+    if not findings:
+        console.print("No findings.")
+        return
+    counts = Counter(f.severity for f in findings)
+    parts = [f"{counts[s]} {s.label}" for s in sorted(counts, reverse=True)]
+    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicable)
+    line = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} ({', '.join(parts)})."
+    if fixable:
+        line += f" {fixable} fixable with --fix (some may need --unsafe-fixes)."
+    console.print(line)
+
+
+def render(report: Report, stream: TextIO) -> None:
+    console = console_for(stream)
+    if report.facts:
+        _facts(console, report.facts)
+        console.print()
+    for f in sorted(report.findings, key=Finding.sort_key):
+        _finding(console, f)
+    _summary(console, report.findings)
+    if report.verdict:
+        console.print(f"[bold]{escape(report.verdict)}[/]")
