@@ -1,9 +1,9 @@
 """Errors torchport reports to the user as one line on stderr, with exit code 2.
 
-    TorchportError          base: a message for the user, never a traceback
-    ├── UsageError          bad command-line arguments or input paths
-    ├── ConfigError         an invalid [tool.torchport] section (names file and key)
-    └── ProbeError          an environment probe could not run
+TorchportError          base: a message for the user, never a traceback
+├── UsageError          bad command-line arguments or input paths
+├── ConfigError         an invalid [tool.torchport] section (names file and key)
+└── ProbeError          an environment probe could not run
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ def register(sub: Any) -> None:
 def render_markdown(rule: type[Rule]) -> str:
     """The rule's documentation page (also used to generate docs/rules/)."""
     return (
-        f"# {rule.name} ({rule.code})\n\n"
-        f"Default severity: {rule.severity.label}\n\n{rule.doc()}\n"
+        f"# {rule.name} ({rule.code})\n\nDefault severity: {rule.severity.label}\n\n{rule.doc()}\n"
     )
 
 

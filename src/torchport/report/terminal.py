@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from torchport.findings import Finding, Report, Severity
+from torchport.findings import Finding, Report, Safety, Severity
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -70,8 +70,13 @@ def _finding(console: Console, f: Finding) -> None:
     if f.fix is not None:
         mark = ""
         if f.fix.applicable:
-            mark = " (fix available)" if f.fix.safety.value == "safe" else " (unsafe fix)"
+            mark = " (fix available)" if f.fix.safety is Safety.SAFE else " (unsafe fix available)"
         console.print(f"  [green]help[/]: {escape(f.fix.title)}{mark}")
+
+
+def _count(n: int, severity: Severity) -> str:
+    plural = "s" if n != 1 and severity is not Severity.INFO else ""
+    return f"{n} {severity.label}{plural}"
 
 
 def _summary(console: Console, findings: list[Finding]) -> None:
@@ -79,11 +84,14 @@ def _summary(console: Console, findings: list[Finding]) -> None:
         console.print("No findings.")
         return
     counts = Counter(f.severity for f in findings)
-    parts = [f"{counts[s]} {s.label}" for s in sorted(counts, reverse=True)]
-    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicable)
+    parts = [_count(counts[s], s) for s in sorted(counts, reverse=True)]
+    fixes = [f.fix for f in findings if f.fix is not None and f.fix.applicable]
+    safe = sum(1 for fix in fixes if fix.safety is Safety.SAFE)
     line = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} ({', '.join(parts)})."
-    if fixable:
-        line += f" {fixable} fixable with --fix (some may need --unsafe-fixes)."
+    if safe:
+        line += f" {safe} fixable with --fix."
+    if len(fixes) > safe:
+        line += f" {len(fixes) - safe} more with --unsafe-fixes."
     console.print(line)
 
 

@@ -17,7 +17,7 @@ from torchport.findings import Finding, Fix, Location, Severity
 _CODE = re.compile(r"^TP[1-5]\d\d$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED_HEADINGS = ("What it does", "Why is this bad?")
-KNOWN_HEADINGS = REQUIRED_HEADINGS + ("Example", "Use instead", "Fix safety", "References")
+KNOWN_HEADINGS = (*REQUIRED_HEADINGS, "Example", "Use instead", "Fix safety", "References")
 FAMILIES = {
     "TP1": "device placement",
     "TP2": "host-device transfers and synchronization",

@@ -1,0 +1,96 @@
+"""The rule catalogue: unique codes, every rule documented, registration validated."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchport.findings import Severity
+from torchport.rules import Rule, all_rules, doc_sections, get, matches, register
+from torchport.rules.registry import FAMILIES, REQUIRED_HEADINGS
+
+
+def test_codes_and_names_are_unique_and_documented() -> None:
+    rules = all_rules()
+    assert len({r.code for r in rules}) == len(rules)
+    assert len({r.name for r in rules}) == len(rules)
+    for rule in rules:
+        sections = doc_sections(rule.doc())
+        for heading in REQUIRED_HEADINGS:
+            assert sections.get(heading), f"{rule.code} lacks {heading}"
+        assert rule.code[:3] in FAMILIES
+        assert rule.summary()
+
+
+def test_rule_lookup_by_code_is_case_insensitive_and_by_name() -> None:
+    rules = all_rules()
+    if not rules:
+        pytest.skip("no rules registered yet")
+    first = rules[0]
+    assert get(first.code.lower()) is first
+    assert get(first.name) is first
+    assert get("TP999") is None
+
+
+def test_register_rejects_undocumented_rule() -> None:
+    class Undocumented(Rule):
+        code = "TP199"
+        name = "undocumented"
+        severity = Severity.INFO
+
+    with pytest.raises(ValueError, match="What it does"):
+        register(Undocumented)
+
+
+def test_register_rejects_bad_code_and_unknown_heading() -> None:
+    class BadCode(Rule):
+        """## What it does\nx\n## Why is this bad?\ny"""
+
+        code = "XX101"
+        name = "bad-code"
+        severity = Severity.INFO
+
+    with pytest.raises(ValueError, match="must look like"):
+        register(BadCode)
+
+    class OddHeading(Rule):
+        """## What it does\nx\n## Why is this bad?\ny\n## Trivia\nz"""
+
+        code = "TP198"
+        name = "odd-heading"
+        severity = Severity.INFO
+
+    with pytest.raises(ValueError, match="unknown headings"):
+        register(OddHeading)
+
+
+def test_finding_carries_rule_identity_and_details() -> None:
+    class Sample(Rule):
+        """## What it does\nFlags a sample.\n## Why is this bad?\nIt is."""
+
+        code = "TP197"
+        name = "sample"
+        severity = Severity.WARNING
+
+    f = Sample.finding("message", shape=(2, 3))
+    assert (f.code, f.name, f.severity, f.details) == (
+        "TP197",
+        "sample",
+        Severity.WARNING,
+        {"shape": (2, 3)},
+    )
+    assert Sample.finding("m", severity=Severity.ERROR).severity is Severity.ERROR
+    assert Sample.summary() == "Flags a sample."
+
+
+@pytest.mark.parametrize(
+    ("code", "selectors", "expected"),
+    [
+        ("TP101", ["ALL"], True),
+        ("TP101", ["TP1"], True),
+        ("TP101", ["tp10"], True),
+        ("TP101", ["TP2"], False),
+        ("TP101", [], False),
+    ],
+)
+def test_selectors_match_codes_by_prefix(code: str, selectors: list[str], expected: bool) -> None:
+    assert matches(code, selectors) is expected
