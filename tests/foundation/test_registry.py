@@ -31,9 +31,14 @@ def test_rule_lookup_by_code_is_case_insensitive_and_by_name() -> None:
     assert get("TP999") is None
 
 
+def _free_code(family: str = "TP1") -> str:
+    taken = {r.code for r in all_rules()}
+    return next(c for c in (f"{family}{n:02d}" for n in range(99, 0, -1)) if c not in taken)
+
+
 def test_register_rejects_undocumented_rule() -> None:
     class Undocumented(Rule):
-        code = "TP199"
+        code = _free_code()
         name = "undocumented"
         severity = Severity.INFO
 
@@ -55,7 +60,7 @@ def test_register_rejects_bad_code_and_unknown_heading() -> None:
     class OddHeading(Rule):
         """## What it does\nx\n## Why is this bad?\ny\n## Trivia\nz"""
 
-        code = "TP198"
+        code = _free_code("TP2")
         name = "odd-heading"
         severity = Severity.INFO
 
@@ -67,13 +72,13 @@ def test_finding_carries_rule_identity_and_details() -> None:
     class Sample(Rule):
         """## What it does\nFlags a sample.\n## Why is this bad?\nIt is."""
 
-        code = "TP197"
+        code = _free_code("TP3")
         name = "sample"
         severity = Severity.WARNING
 
     f = Sample.finding("message", shape=(2, 3))
     assert (f.code, f.name, f.severity, f.details) == (
-        "TP197",
+        Sample.code,
         "sample",
         Severity.WARNING,
         {"shape": (2, 3)},

@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from torchport import __version__
+from torchport._version import __version__
 from torchport.cli._common import Parser
 from torchport.errors import EXIT_ERROR, TorchportError
 

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from typing import Any, TextIO
 
-from torchport import __version__
+from torchport._version import __version__
 from torchport.findings import Finding, Fix, Report
 
 SCHEMA_VERSION = 1

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from torchport import __version__
+from torchport._version import __version__
 from torchport.findings import Finding, Report, Severity
 from torchport.rules import get
 
