@@ -1,0 +1,69 @@
+"""``torchport port PATH…``: rewrite CPU-only PyTorch code into device-agnostic, fast GPU code.
+
+Prints a unified diff by default (nothing is written); ``--write`` applies it atomically. Code it
+cannot port safely is left unchanged and listed. The ported code needs only torch unless
+``--runtime-dependency`` asks for torchport's ``default_device``, ``to_device``, ``DeviceLoader``.
+Exit codes: 0 ported (or nothing to do), 1 something was left unported, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from torchport.cli._common import add_output_options, emit
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "port", help="rewrite CPU-only code for any device (diff by default)", description=__doc__
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Python files or folders")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print the diff, write nothing (default)")
+    mode.add_argument("--write", action="store_true", help="apply the changes atomically")
+    runtime = p.add_mutually_exclusive_group()
+    runtime.add_argument(
+        "--runtime-dependency",
+        action="store_true",
+        help="use torchport.default_device()/to_device in the ported code",
+    )
+    runtime.add_argument(
+        "--no-runtime-dependency",
+        action="store_true",
+        help="ported code needs only torch (the default)",
+    )
+    p.add_argument("--amp", choices=("bf16",), help="add bfloat16 autocast around forward + loss")
+    p.add_argument(
+        "--distributed",
+        action="store_true",
+        help="make DDP scripts for torchrun (from DataParallel or single-process code)",
+    )
+    add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from torchport.findings import Report
+    from torchport.port import PortOptions
+    from torchport.port.files import diff, port_paths, write
+
+    options = PortOptions(
+        runtime_dependency=args.runtime_dependency, amp=args.amp, distributed=args.distributed
+    )
+    results = port_paths(args.paths, options)
+    changed = [r.path for r in results if r.changed]
+    report = Report(command="port", findings=[n for r in results for n in r.notes])
+    report.facts["files changed"] = len(changed)
+    if args.write:
+        written = write(results)
+        print(f"torchport port: wrote {len(written)} file(s)", file=sys.stderr)
+    elif args.output_format == "text":
+        sys.stdout.write(diff(results))
+    else:
+        report.facts["diff"] = diff(results)
+    if args.distributed:
+        for entry in (r.path for r in results if r.entry_point and "init_process_group" in r.after):
+            print(f"launch with: torchrun --nproc-per-node=NUM_GPUS {entry}", file=sys.stderr)
+    return emit(report, args)

@@ -1,0 +1,116 @@
+"""`torchport port` on the command line: diff by default, atomic --write, bad input refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchport.analyze.fixer import FileChangedError
+from torchport.cli import main
+from torchport.port import PortOptions
+from torchport.port.files import port_paths, write
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)  # the model
+x = torch.randn(4, 3)
+print(model(x).sum().item())
+"""
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_diff_is_the_default_and_writes_nothing(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["port", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert f"--- a/{script}" in out
+    assert "+model = nn.Linear(3, 1).to(device)  # the model" in out
+    assert script.read_text() == SCRIPT
+
+
+def test_write_applies_the_port_once(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["port", "--write", str(script)]) == 0
+    ported = script.read_text()
+    assert "x = x.to(device)" in ported
+    assert "wrote 1 file(s)" in capsys.readouterr().err
+    assert main(["port", "--write", str(script)]) == 0
+    assert script.read_text() == ported
+    assert "wrote 0 file(s)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"def broken(:\n", "syntax error"),
+        (b"x = '\xff'\n", "not UTF-8"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_is_written(
+    tmp_path: Path, script: Path, content: bytes, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(content)
+    assert main(["port", "--write", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err and str(bad) in err
+    assert script.read_text() == SCRIPT
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["port", str(tmp_path / "nope.py")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_unported_code_is_listed_and_sets_exit_code_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "legacy.py"
+    path.write_text("import torch\nx = torch.FloatTensor(2)\n")
+    assert main(["port", str(path)]) == 1
+    assert f"{path}:2:5: TP199 warning undecidable-device-placement" in capsys.readouterr().out
+
+
+def test_json_output_carries_the_diff_and_the_notes(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["port", "--output-format", "json", str(script)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["command"] == "port"
+    assert "+x = x.to(device)" in report["facts"]["diff"]
+    assert report["facts"]["files changed"] == 1
+
+
+def test_distributed_prints_how_to_launch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "job.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\ndef main():\n    model = nn.Linear(2, 2)\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n"
+        'if __name__ == "__main__":\n    main()\n'
+    )
+    assert main(["port", "--distributed", "--write", str(path)]) == 0
+    assert f"launch with: torchrun --nproc-per-node=NUM_GPUS {path}" in capsys.readouterr().err
+    ported = path.read_text()
+    assert 'dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")' in ported
+    assert "model = DDP(model, device_ids=[LOCAL_RANK] if device.type" in ported
+    assert ported.rstrip().endswith("dist.destroy_process_group()")
+
+
+def test_a_file_changed_on_disk_after_porting_is_left_alone(script: Path) -> None:
+    results = port_paths([str(script)], PortOptions())
+    script.write_text(SCRIPT + "# edited meanwhile\n")
+    with pytest.raises(FileChangedError):
+        write(results)
+    assert script.read_text().endswith("# edited meanwhile\n")

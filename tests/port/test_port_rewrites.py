@@ -1,0 +1,292 @@
+"""What `torchport port` rewrites in a single file, what it refuses, and that it is idempotent."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchport.port import PortOptions, port_source
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "torchport" / "examples" / "cpu_training.py"
+
+
+def port(code: str, **options: object) -> tuple[str, list[str]]:
+    result = port_source(textwrap.dedent(code), "snippet.py", PortOptions(**options))  # type: ignore[arg-type]
+    again = port_source(result.after, "snippet.py", PortOptions(**options))  # type: ignore[arg-type]
+    assert again.after == result.after, "porting ported code must change nothing"
+    return result.after, [
+        f"{n.location.line if n.location else 0}: {n.message}" for n in result.notes
+    ]
+
+
+@pytest.fixture(scope="module")
+def example() -> tuple[str, list[str]]:
+    return port(EXAMPLE.read_text())
+
+
+@pytest.mark.parametrize(
+    "expected",
+    [
+        'device = torch.device(\n    "cuda"\n    if torch.cuda.is_available()',
+        "model = Classifier().to(device)",
+        "criterion = nn.CrossEntropyLoss().to(device)",
+        "x = x.to(device, non_blocking=True)",
+        "y = y.to(device, non_blocking=True)",
+        "torch.randn(x.shape, device=x.device)",
+        'self.register_buffer("scale", torch.ones(hidden), persistent=False)',
+        "self.layers = nn.ModuleList([nn.Linear(features, hidden), nn.Linear(hidden, hidden)])",
+        "torch.load(checkpoint, map_location=device)",
+        "pin_memory=torch.cuda.is_available()",
+        "torch.from_numpy(self.x[i]).float()",
+    ],
+)
+def test_bundled_example_gets_each_rewrite(example: tuple[str, list[str]], expected: str) -> None:
+    assert expected in example[0]
+
+
+def test_bundled_example_keeps_comments_and_explains_the_module_list(
+    example: tuple[str, list[str]],
+) -> None:
+    after, notes = example
+    assert "# float64, as NumPy makes it" in after
+    assert any("ModuleList" in n and "optimizer" in n for n in notes)
+
+
+def test_factory_in_a_helper_without_a_tensor_argument_is_left_alone_and_listed() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+
+    def causal_mask(n):
+        return torch.triu(torch.ones(n, n), diagonal=1).bool()
+
+    class Attn(nn.Module):
+        def forward(self, x):
+            return x.masked_fill(causal_mask(x.size(1)), 0.0)
+    """
+    after, notes = port(code)
+    assert "torch.ones(n, n)," in after
+    assert notes == [
+        "6: `torch.ones` in `causal_mask` makes a CPU tensor and no argument tells the device: "
+        "pass the device (or an input tensor) in"
+    ]
+
+
+def test_legacy_typed_constructor_is_listed_not_rewritten() -> None:
+    after, notes = port("import torch\nx = torch.FloatTensor(3, 4)\n")
+    assert "torch.FloatTensor(3, 4)" in after
+    assert len(notes) == 1 and "legacy `torch.FloatTensor`" in notes[0]
+
+
+def test_tensor_set_before_super_init_is_listed_not_turned_into_a_buffer() -> None:
+    code = """
+    import torch
+    from torch import nn
+
+    class M(nn.Module):
+        def __init__(self):
+            self.w = torch.ones(3)
+            super().__init__()
+    """
+    after, notes = port(code)
+    assert "self.w = torch.ones(3)" in after
+    assert "before `super().__init__()`" in notes[0]
+
+
+def test_dict_and_comprehension_of_modules_become_module_containers() -> None:
+    code = """
+    import torch.nn as nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads = {"a": nn.Linear(2, 2), "b": nn.Linear(2, 3)}
+            self.blocks = [nn.Linear(2, 2) for _ in range(3)]
+    """
+    after, _ = port(code)
+    assert 'self.heads = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 3)})' in after
+    assert "self.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)])" in after
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("probs.numpy()", "probs.detach().cpu().numpy()"),
+        ("out.detach().numpy()", "out.detach().cpu().numpy()"),
+        ("out.cpu().numpy()", "out.cpu().numpy()"),
+        ("x.cuda()", "x.to(device)"),
+        ("x.cuda(non_blocking=True)", "x.to(device, non_blocking=True)"),
+        ('x.to("cuda:0")', "x.to(device)"),
+        ('torch.zeros(3, device="cuda")', "torch.zeros(3, device=device)"),
+        ('x.to("cpu")', 'x.to("cpu")'),
+    ],
+)
+def test_device_bound_expressions_are_rewritten(before: str, after: str) -> None:
+    ported, _ = port(f"import torch\n\n\ndef f(x, probs, out):\n    return {before}\n")
+    assert f"return {after}\n" in ported
+
+
+def test_deprecated_cuda_amp_becomes_torch_amp_with_the_same_meaning() -> None:
+    code = """
+    import torch
+    from torch.cuda.amp import GradScaler, autocast
+
+    scaler = GradScaler(enabled=False)
+    with autocast(False):
+        pass
+    with torch.cuda.amp.autocast(dtype=torch.float16):
+        pass
+    """
+    after, _ = port(code)
+    assert "from torch.amp import GradScaler, autocast" in after
+    assert 'scaler = GradScaler("cuda", enabled=False)' in after
+    assert 'with autocast("cuda", enabled=False):' in after
+    assert 'with torch.amp.autocast("cuda", dtype=torch.float16):' in after
+
+
+def test_data_reaching_the_model_moves_once_before_its_first_use() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+
+    X = torch.randn(8, 3)
+    Y = X.sum(dim=1, keepdim=True) + torch.randn(8, 1)
+    model = nn.Linear(3, 1)
+    for step in range(2):
+        loss = ((model(X) - Y) ** 2).mean()
+    """
+    after, _ = port(code)
+    assert "model = nn.Linear(3, 1).to(device)\nX = X.to(device)\nfor step in range(2):" in after
+    assert "Y = X.sum(dim=1, keepdim=True) + torch.randn(8, 1)\n" in after
+
+
+def test_nested_batches_use_the_batch_helper_or_torchport_when_allowed() -> None:
+    code = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    def train(model, loader):
+        for batch in loader:
+            model(batch["x"])
+    """
+    plain, _ = port(code)
+    assert "batch = to_device(batch, device)" in plain
+    assert "def to_device(batch, device):" in plain
+    with_runtime, _ = port(code, runtime_dependency=True)
+    assert "batch = torchport.to_device(batch, device)" in with_runtime
+    assert "device = torchport.default_device()" in with_runtime
+    assert "import torchport\n" in with_runtime
+
+
+def test_bf16_autocast_wraps_forward_and_loss_but_not_backward() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+
+    def train(model, loader, criterion, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            out = model(x)
+            loss = criterion(out, y)
+            loss.backward()
+            optimizer.step()
+    """
+    after, _ = port(code, amp="bf16")
+    expected = """
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+            out = model(x)
+            loss = criterion(out, y)
+        loss.backward()
+    """
+    assert textwrap.indent(textwrap.dedent(expected).strip("\n"), " " * 8) in after
+
+
+def test_bf16_ported_step_runs_under_cpu_autocast() -> None:
+    torch = pytest.importorskip("torch")
+    code = """
+    import torch
+
+    def train(model, loader, criterion, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            out = model(x)
+            dtypes.append(out.dtype)
+            loss = criterion(out, y)
+            loss.backward()
+            optimizer.step()
+        return loss
+    """
+    after, _ = port(code, amp="bf16")
+    namespace: dict[str, object] = {"dtypes": []}
+    exec(compile(after, "ported.py", "exec"), namespace)  # our own snippet, not user code
+    model = torch.nn.Linear(4, 1)
+    batches = [(torch.randn(8, 4), torch.randn(8, 1))]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = namespace["train"](model, batches, torch.nn.MSELoss(), optimizer)  # type: ignore[operator]
+    assert namespace["dtypes"] == [torch.bfloat16]
+    assert torch.isfinite(loss)
+
+
+def test_runtime_dependency_wraps_named_loaders_in_device_loader() -> None:
+    code = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    def main(model, data):
+        loader = DataLoader(data, batch_size=4)
+        for x, y in loader:
+            model(x)
+    """
+    after, _ = port(code, runtime_dependency=True)
+    assert "loader = torchport.DeviceLoader(DataLoader(data, batch_size=4), device)" in after
+    assert "x.to(" not in after and "pin_memory" not in after
+    plain, _ = port(code)
+    assert "DataLoader(data, batch_size=4, pin_memory=torch.cuda.is_available())" in plain
+    assert "x = x.to(device, non_blocking=True)" in plain
+
+
+def test_script_without_functions_gets_moves_at_module_level() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+
+    net = nn.Sequential(nn.Linear(2, 2))
+    data = torch.randn(3, 2)
+    print(net(data).detach().numpy())
+    """
+    after, _ = port(code)
+    assert "net = nn.Sequential(nn.Linear(2, 2)).to(device)\n" in after
+    assert "data = data.to(device)\nprint(net(data).detach().cpu().numpy())" in after
+
+
+def test_distributed_script_without_main_guard_sets_up_and_tears_down_at_module_level() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    loader = DataLoader(data, batch_size=4, shuffle=True)
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            loss = ((model(x) - y) ** 2).mean()
+    torch.save(model.state_dict(), "model.pt")
+    """
+    after, notes = port(code, distributed=True)
+    assert notes == []
+    compile(after, "ported.py", "exec")
+    lines = after.splitlines()
+    init = lines.index(
+        'dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")'
+    )
+    assert init < lines.index("data = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))")
+    assert lines[-1] == "dist.destroy_process_group()"
+    assert "sampler=DistributedSampler(data, shuffle=True)" in after
+    assert "batch_size=4 // dist.get_world_size()" in after
+    assert "    loader.sampler.set_epoch(epoch)" in lines
+    assert 'if RANK == 0:\n    torch.save(model.state_dict(), "model.pt")\ndist.barrier()' in after
