@@ -58,7 +58,11 @@ class DeviceLoader(Generic[B]):
         self.non_blocking = non_blocking
         self._casts = cast_table(dtype)  # validates dtype now rather than at the first batch
         self._move = Mover(self.device, non_blocking, dtype)
-        self.background = self.device.type == "cuda" if background is None else background
+        if background is None:
+            # The CUDA stage needs a CUDA build; a CPU-only build that reports a "cuda" device
+            # (torchport run --simulate cuda) gets the plain path on the caller's thread.
+            background = self.device.type == "cuda" and torch.version.cuda is not None
+        self.background = background
         # One side stream for the loader's whole life: a new stream per epoch would give the
         # caching allocator a new pool each time and grow reserved memory (timm#2781).
         self._side: torch.cuda.Stream | None = None

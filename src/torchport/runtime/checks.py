@@ -1,0 +1,149 @@
+"""From what was observed to what is reported: end-of-run findings and the inventories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchport.findings import Finding, Fix
+from torchport.rules import Rule
+from torchport.rules.device import ComputeOnCpuBesideAccelerator
+from torchport.rules.transfer import (
+    DeviceToHostInHotLoop,
+    ImplicitSyncInHotLoop,
+    InputStarvation,
+    ItemInHotLoop,
+    SynchronizeInHotLoop,
+)
+from torchport.runtime.record import LoaderStats, Record
+from torchport.runtime.sites import Site
+
+CPU_SHARE_THRESHOLD = 0.2  # below this, CPU ops are bookkeeping, not a model left behind
+MIN_CPU_OPS = 50
+STARVATION_SHARE = 0.10  # the TensorBoard profiler warns at 5 %; we warn at twice that
+
+
+def sync_rule(kind: str) -> type[Rule]:
+    """The static rule that describes the same synchronization, so codes match `check`."""
+    if kind in (".item()", ".tolist()"):
+        return ItemInHotLoop
+    if kind in (".numpy()", "numpy.asarray(tensor)", ".cpu()", ".to('cpu')", ".copy_()"):
+        return DeviceToHostInHotLoop
+    if "synchronize" in kind:
+        return SynchronizeInHotLoop
+    return ImplicitSyncInHotLoop
+
+
+def findings(record: Record) -> list[Finding]:
+    out = list(record.immediate.values())
+    out += _cpu_compute(record)
+    out += _syncs_in_loop(record)
+    out += [f for site, stats in record.loaders.items() for f in _starvation(site, stats, record)]
+    return out
+
+
+def _cpu_compute(record: Record) -> list[Finding]:
+    if record.accelerator is None:
+        return []
+    total = sum(record.ops_by_device.values())
+    cpu = record.ops_by_device.get("cpu", 0)
+    if cpu < MIN_CPU_OPS or cpu < CPU_SHARE_THRESHOLD * total:
+        return []
+    top = record.cpu_op_sites.most_common(3)
+    where = ", ".join(f"{site.short()} ({count} ops)" for site, count in top)
+    first = top[0][0].location() if top else None
+    return [
+        ComputeOnCpuBesideAccelerator.finding(
+            f"{record.accelerator} is available but {cpu} of {total} tensor ops "
+            f"({cpu / total:.0%}) ran on the CPU; most at {where}",
+            first,
+            Fix(
+                "move the model and each batch to the accelerator: "
+                "model.to(device); x = x.to(device, non_blocking=True)"
+            ),
+            cpu_ops=cpu,
+            total_ops=total,
+        )
+    ]
+
+
+def _syncs_in_loop(record: Record) -> list[Finding]:
+    out = []
+    for (site, kind), stats in record.syncs.items():
+        if not stats.in_loop:
+            continue
+        rule = sync_rule(kind)
+        out.append(
+            rule.finding(
+                f"{kind} synchronizes with {record.accelerator or 'the device'} inside the "
+                f"training loop ({stats.count} times)",
+                site.location(),
+                Fix("keep the value on the device and read it once per epoch or every N steps"),
+                count=stats.count,
+            )
+        )
+    return out
+
+
+def _starvation(site: Site, stats: LoaderStats, record: Record) -> list[Finding]:
+    busy = stats.wait_s + stats.step_s
+    if stats.batches < 3 or busy <= 0:
+        return []
+    share = stats.wait_s / busy
+    if share < STARVATION_SHARE:
+        return []
+    wait_ms = 1000 * stats.wait_s / stats.batches
+    step_ms = 1000 * stats.step_s / stats.batches
+    fixes = []
+    if stats.num_workers == 0:
+        fixes.append("set num_workers (e.g. 4) and persistent_workers=True")
+    if record.accelerator is not None and not stats.pin_memory:
+        fixes.append("set pin_memory=True")
+    if record.accelerator is not None:
+        fixes.append("wrap the loader in torchport.DeviceLoader to copy the next batch early")
+    fixes = fixes or ["make the dataset's __getitem__ cheaper or add more workers"]
+    return [
+        InputStarvation.finding(
+            f"the loop waited {wait_ms:.2f} ms per batch for this DataLoader against "
+            f"{step_ms:.2f} ms in the step: {share:.0%} of its time went to waiting for data "
+            f"({stats.batches} batches, num_workers={stats.num_workers}, "
+            f"pin_memory={stats.pin_memory})",
+            site.location(),
+            Fix("; ".join(fixes)),
+            wait_share=round(share, 3),
+            wait_ms=round(wait_ms, 3),
+            step_ms=round(step_ms, 3),
+        )
+    ]
+
+
+def facts(record: Record) -> dict[str, Any]:
+    """The inventories, as JSON-able report facts."""
+    out: dict[str, Any] = {}
+    if record.accelerator is not None:
+        out["accelerator"] = record.accelerator
+        if record.ops_by_device:
+            out["ops_in_forward_by_device"] = dict(record.ops_by_device)
+    if record.transfers:
+        out["transfers"] = [
+            {
+                "site": str(site), "direction": direction, "count": stats.count,
+                "bytes": stats.bytes, "source": "pinned" if pinned else "pageable",
+                "non_blocking": non_blocking,
+            }
+            for (site, direction, pinned, non_blocking), stats in record.transfers.items()
+        ]  # fmt: skip
+    if record.syncs:
+        out["syncs"] = [
+            {"site": str(site), "call": kind, "count": s.count, "in_loop": s.in_loop}
+            for (site, kind), s in record.syncs.items()
+        ]
+    if record.loaders:
+        out["loaders"] = [
+            {
+                "site": str(site), "batches": s.batches, "wait_ms": round(1000 * s.wait_s, 2),
+                "step_ms": round(1000 * s.step_s, 2), "num_workers": s.num_workers,
+                "pin_memory": s.pin_memory,
+            }
+            for site, s in record.loaders.items()
+        ]  # fmt: skip
+    return out

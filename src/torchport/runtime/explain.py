@@ -1,0 +1,178 @@
+"""Turn "Expected all tensors to be on the same device" into which tensor, from where, and why.
+
+The exception keeps its type, its traceback and its original message; torchport adds, below the
+message, each tensor argument's device and origin, the module that was running, and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Any
+
+import torch
+
+from torchport.findings import Finding, Fix
+from torchport.rules.device import TensorsOnDifferentDevices
+from torchport.runtime.modules import ModuleTracker, weight_device
+from torchport.runtime.sites import Provenance, Site, call_name
+
+_DEVICE_WORDS = ("same device", "device type", "different device", "on device")
+_DTYPE_WORDS = ("same dtype", "scalar type", "dtype")
+
+
+def tensor_arguments(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[str, torch.Tensor]]:
+    """Each tensor argument with the name the user would recognise (``input``, ``weight``…)."""
+    names = _parameter_names(func)
+    found: list[tuple[str, torch.Tensor]] = []
+    for index, value in enumerate(args):
+        label = names[index] if index < len(names) else f"argument {index}"
+        if index == 0 and call_name(func).startswith("Tensor."):
+            label = "self"
+        _collect(label, value, found)
+    for key, value in kwargs.items():
+        _collect(key, value, found)
+    return found
+
+
+def _parameter_names(func: Any) -> list[str]:
+    """Python signature names, or the aten schema's for builtins (``input``, ``weight``…)."""
+    try:
+        return list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        pass
+    packet = getattr(torch.ops.aten, getattr(func, "__name__", ""), None)
+    overloads = packet.overloads() if packet is not None else []
+    if not overloads:
+        return []
+    schema = getattr(packet, overloads[0])._schema
+    return [a.name for a in schema.arguments]
+
+
+def _collect(label: str, value: Any, found: list[tuple[str, torch.Tensor]]) -> None:
+    if isinstance(value, torch.Tensor):
+        found.append((label, value))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            if isinstance(item, torch.Tensor):
+                found.append((f"{label}[{i}]", item))
+
+
+class Explainer:
+    """Enriches device and dtype errors in place, and records them as TP150 findings."""
+
+    def __init__(self, provenance: Provenance, tracker: ModuleTracker) -> None:
+        self._provenance = provenance
+        self._tracker = tracker
+
+    def explain(
+        self,
+        exc: BaseException,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        site: Site | None,
+    ) -> Finding | None:
+        if getattr(exc, "_torchport_explained", False) or not exc.args:
+            return None
+        text = str(exc.args[0])
+        tensors = tensor_arguments(func, args, kwargs)
+        devices = {t.device for _, t in tensors}
+        dtypes = {t.dtype for _, t in tensors}
+        about_devices = len(devices) > 1 and any(w in text for w in _DEVICE_WORDS)
+        about_dtypes = len(dtypes) > 1 and any(w in text for w in _DTYPE_WORDS)
+        if not (about_devices or about_dtypes):
+            return None
+        where = f" at {site}" if site is not None else ""
+        lines = ["", f"torchport: {call_name(func)}{where} was given:"]
+        lines += [f"  - {label}: {self._describe(t)}" for label, t in tensors]
+        running = self._running()
+        if running:
+            lines.append(f"  while running {running}")
+        fix = self._fix(tensors, about_devices)
+        lines.append(f"  fix: {fix}")
+        exc.args = (text + "\n".join(lines), *exc.args[1:])
+        with contextlib.suppress(AttributeError):
+            exc._torchport_explained = True  # type: ignore[attr-defined]
+        if not about_devices:
+            return None
+        return TensorsOnDifferentDevices.finding(
+            f"{call_name(func)} got tensors on "
+            f"{' and '.join(sorted(str(d) for d in devices))}: "
+            + "; ".join(f"{label} on {t.device} ({self._origin(t)})" for label, t in tensors),
+            None if site is None else site.location(),
+            Fix(fix),
+        )
+
+    def _running(self) -> str:
+        module = self._tracker.current
+        if module is None:
+            return ""
+        device = weight_device(module)
+        weights = f", weights on {device}" if device is not None else ""
+        return f"{self._tracker.path(module)} ({type(module).__name__}{weights})"
+
+    def _describe(self, tensor: torch.Tensor) -> str:
+        shape = tuple(tensor.shape)
+        dtype = str(tensor.dtype).replace("torch.", "")
+        return f"on {tensor.device}, {dtype}, shape {shape}; {self._origin(tensor)}"
+
+    def _origin(self, tensor: torch.Tensor) -> str:
+        owner = self._owner(tensor)
+        if owner:
+            return owner
+        site = self._provenance.get(tensor)
+        if site is not None:
+            return f"created at {site} by {site.call}"
+        return "computed by an earlier op"
+
+    def _owner(self, tensor: torch.Tensor) -> str:
+        """'parameter model.fc.weight', 'buffer …' or 'plain tensor attribute …' when it is one."""
+        for module in reversed(self._tracker.stack):
+            path = self._tracker.path(module)
+            for name, param in module.named_parameters(recurse=False):
+                if param is tensor:
+                    return f"parameter {path}.{name}"
+            for name, buf in module.named_buffers(recurse=False):
+                if buf is tensor:
+                    return f"buffer {path}.{name}"
+            for name, value in vars(module).items():
+                if value is tensor:
+                    return f"plain tensor attribute {path}.{name} (not a registered buffer)"
+        return ""
+
+    def _fix(self, tensors: list[tuple[str, torch.Tensor]], about_devices: bool) -> str:
+        if not about_devices:
+            return "convert the odd one out with .to(dtype) where it is created (see above)."
+        devices = [t.device for _, t in tensors]
+        target = next((d for d in devices if d.type != "cpu"), devices[0])
+        odd = [(label, t) for label, t in tensors if t.device != target]
+        label, tensor = odd[0] if odd else tensors[0]
+        module = self._tracker.current
+        owner = self._owner(tensor)
+        if module is not None and not self._tracker.registered_under_root(module):
+            root = self._tracker.path(self._tracker.stack[0])
+            return (
+                f"{self._tracker.path(module)} ({type(module).__name__}) is not a registered "
+                f"submodule of {root}, so {root}.to(device) never moved it: hold it in "
+                "nn.ModuleList or nn.ModuleDict instead of a plain list or dict."
+            )
+        if owner.startswith("plain tensor attribute"):
+            name = owner.split()[3].rsplit(".", 1)[-1]
+            return (
+                f"register it as a buffer (self.register_buffer({name!r}, ...)) so that "
+                f"model.to(device) moves it with the parameters."
+            )
+        if owner.startswith(("parameter", "buffer")):
+            return f"move the model to {target} (model.to(device)) before calling it."
+        return self._fix_from_site(label, tensor, target)
+
+    def _fix_from_site(self, label: str, tensor: torch.Tensor, target: torch.device) -> str:
+        site = self._provenance.get(tensor)
+        if site is None:
+            return f"move {label} to {target} with .to(device) before this call."
+        if site.call.startswith("torch.") and "from_numpy" not in site.call:
+            return f"create it on {target}: pass device=... to {site.call} at {site}."
+        return f"move it to {target} with .to(device) after it is made at {site}."

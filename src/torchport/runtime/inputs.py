@@ -1,0 +1,114 @@
+"""What enters the model and the loop: module inputs (dtype) and DataLoader batches (timing).
+
+Module inputs are checked in the global forward pre-hook; DataLoader iterators are timed by
+wrapping ``_BaseDataLoaderIter.__next__`` (restored on exit), which also labels each batch's
+tensors with the line of the loop that fetched it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+from torch.utils.data import dataloader
+
+from torchport.findings import Fix
+from torchport.rules.dtype import Float64OnAccelerator, IntegerInputToFloatLayer
+from torchport.runtime.record import LoaderStats
+from torchport.runtime.sites import user_site
+
+if TYPE_CHECKING:
+    from torchport.runtime.observer import Observer
+
+_INDEX_LAYERS = (nn.Embedding, nn.EmbeddingBag)
+
+
+def check_module_inputs(observer: Observer, module: nn.Module, args: tuple[Any, ...]) -> None:
+    """float64 or integer tensors entering a layer with float32 weights (TP302, TP303)."""
+    for value in args:
+        if not isinstance(value, torch.Tensor) or value.dtype == torch.float32:
+            continue
+        wide = value.dtype == torch.float64
+        integer = not value.is_floating_point() and not value.is_complex()
+        if not (wide or integer) or value.dtype == torch.bool:
+            continue
+        weight = next(module.parameters(recurse=False), None)
+        if weight is None or weight.dtype != torch.float32 or isinstance(module, _INDEX_LAYERS):
+            continue
+        _report(observer, module, value, wide)
+
+
+def _report(observer: Observer, module: nn.Module, value: torch.Tensor, wide: bool) -> None:
+    path = observer.tracker.path(module)
+    site = user_site(f"{path}(...)")
+    origin = observer.provenance.get(value)
+    made = f"; it was created at {origin} by {origin.call}" if origin else ""
+    dtype = str(value.dtype).replace("torch.", "")
+    what = f"{dtype} input of shape {tuple(value.shape)} to {path} ({type(module).__name__}, "
+    what += f"float32 weights){made}"
+    location = None if site is None else site.location()
+    if wide:
+        finding = Float64OnAccelerator.finding(
+            f"{what}: the layer fails or computes in float64",
+            location,
+            Fix("convert the data to float32 where it is made (.float(), or np.float32)"),
+        )
+    else:
+        finding = IntegerInputToFloatLayer.finding(
+            f"{what}: float layers need floating-point inputs",
+            location,
+            Fix("convert it with .float() (or use nn.Embedding for indices)"),
+        )
+    observer.add(finding, site, key=path)
+
+
+class LoaderTimer:
+    """Times every DataLoader iterator: waiting for a batch versus the step in between."""
+
+    def __init__(self, observer: Observer) -> None:
+        self._observer = observer
+        self._original: Callable[..., Any] | None = None
+
+    def install(self) -> None:
+        iterator = dataloader._BaseDataLoaderIter
+        original = iterator.__next__
+        self._original = original
+        timer = self
+
+        def timed_next(it: Any) -> Any:
+            start = time.perf_counter()
+            batch = original(it)
+            timer.on_batch(it, batch, start, time.perf_counter())
+            return batch
+
+        iterator.__next__ = timed_next  # type: ignore[method-assign, assignment]
+
+    def remove(self) -> None:
+        if self._original is not None:
+            dataloader._BaseDataLoaderIter.__next__ = self._original  # type: ignore[method-assign]
+            self._original = None
+
+    def on_batch(self, it: Any, batch: Any, start: float, end: float) -> None:
+        site = user_site("DataLoader batch")
+        if site is None:
+            return
+        record = self._observer.record
+        stats = record.loaders.get(site)
+        if stats is None:
+            stats = record.loaders[site] = LoaderStats(
+                num_workers=int(getattr(it, "_num_workers", 0)),
+                pin_memory=bool(getattr(it, "_pin_memory", False)),
+            )
+        last = getattr(it, "_torchport_last_end", None)
+        if last is None:
+            stats.first_wait_s += end - start  # worker start-up, not steady-state waiting
+        else:
+            stats.batches += 1
+            stats.wait_s += end - start
+            stats.step_s += start - last
+        it._torchport_last_end = end
+        record.step += 1
+        self._observer.provenance.record_tree(batch, site)

@@ -1,0 +1,111 @@
+"""Which module is running: global forward hooks keep a stack, names come from the root model.
+
+The root's name is the variable the user called it through (``model`` in ``model(x)``); a
+child's name is its qualified name under the root (``model.encoder.fc1``). Hooks return None, so
+they never change what a module computes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules import module as module_hooks
+
+from torchport.runtime.sites import user_frame
+
+
+class ModuleTracker:
+    """The stack of modules whose forward is running, with their dotted names."""
+
+    def __init__(self, on_enter: Callable[[nn.Module, tuple[Any, ...]], None] | None) -> None:
+        self.stack: list[nn.Module] = []
+        self._on_enter = on_enter
+        self._root_names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
+        self._handles: list[Any] = []
+
+    def install(self) -> None:
+        self._handles = [
+            module_hooks.register_module_forward_pre_hook(self._pre),
+            module_hooks.register_module_forward_hook(self._post, always_call=True),
+        ]
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self.stack.clear()
+
+    def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if not self.stack and module not in self._root_names:
+            self._root_names[module] = _variable_name(module)
+        self.stack.append(module)
+        if self._on_enter is not None:
+            self._on_enter(module, args)
+
+    def _post(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        if self.stack and self.stack[-1] is module:
+            self.stack.pop()
+        elif module in self.stack:
+            del self.stack[self.stack.index(module) :]
+
+    @property
+    def current(self) -> nn.Module | None:
+        return self.stack[-1] if self.stack else None
+
+    def path(self, module: nn.Module) -> str:
+        """``model.encoder.fc1`` for a module on the stack (or a root seen before)."""
+        roots = [m for m in self.stack if m in self._root_names] or list(self._root_names)
+        for root in roots:
+            if root is module:
+                return self._root_names[root]
+            for name, child in root.named_modules():
+                if child is module and name:
+                    return f"{self._root_names[root]}.{name}"
+        return self._unregistered_path(module)
+
+    def _unregistered_path(self, module: nn.Module) -> str:
+        """``model.layers[0]`` for a module held in a plain list or dict attribute."""
+        for owner in reversed(self.stack):
+            for attr, value in vars(owner).items():
+                items = (
+                    value.items()
+                    if isinstance(value, dict)
+                    else enumerate(value)
+                    if (isinstance(value, (list, tuple)))
+                    else ()
+                )
+                for key, item in items:
+                    if item is module:
+                        return f"{self.path(owner)}.{attr}[{key!r}]"
+        return f"<unregistered {type(module).__name__}>"
+
+    def registered_under_root(self, module: nn.Module) -> bool:
+        """False when a running module is not a registered child of the model that calls it."""
+        root = self.stack[0] if self.stack else None
+        if root is None or root is module:
+            return True
+        return any(child is module for child in root.modules())
+
+
+def _variable_name(module: nn.Module) -> str:
+    frame = user_frame(4)
+    while frame is not None:
+        for scope in (frame.f_locals, frame.f_globals):
+            for name, value in scope.items():
+                if value is module:
+                    return name
+        frame = frame.f_back
+    return type(module).__name__
+
+
+def weight_device(module: nn.Module) -> torch.device | None:
+    """The device of the module's own first parameter or buffer, if it has one."""
+    for param in module.parameters(recurse=False):
+        return param.device
+    for buffer in module.buffers(recurse=False):
+        return buffer.device
+    return None

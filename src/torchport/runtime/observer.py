@@ -1,0 +1,290 @@
+"""The observer: one TorchFunctionMode that sees every torch call of the user's program.
+
+Each function is classified once (a dict look-up afterwards) into a handler: factories record
+where tensors are made, transfers and syncs fill the inventories, a few binary ops check dtype
+promotion, and every other op just runs, with its errors explained. In observe mode nothing is
+changed: handlers call the original function with the original arguments. Under ``--simulate``
+the factory and transfer handlers route the simulated device to :mod:`.simtensor`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils.weak import WeakIdKeyDictionary
+
+from torchport.findings import Finding, Fix, Severity
+from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
+from torchport.rules.transfer import NonBlockingHostReadBeforeSync
+from torchport.runtime import simtensor, transfers
+from torchport.runtime.explain import Explainer
+from torchport.runtime.modules import ModuleTracker
+from torchport.runtime.record import Record
+from torchport.runtime.simulate import Simulation
+from torchport.runtime.sites import Provenance, Site, call_name, user_site
+
+Handler = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+T = torch.Tensor
+_FACTORIES = {
+    torch.tensor, torch.as_tensor, torch.asarray, torch.zeros, torch.ones, torch.empty,
+    torch.full, torch.rand, torch.randn, torch.randint, torch.randperm, torch.arange,
+    torch.linspace, torch.logspace, torch.eye, torch.zeros_like, torch.ones_like,
+    torch.empty_like, torch.full_like, torch.rand_like, torch.randn_like, torch.randint_like,
+    torch.empty_strided, torch.scalar_tensor, torch.normal,
+    T.new_zeros, T.new_ones, T.new_empty, T.new_full, T.new_tensor,
+}  # fmt: skip
+_SYNC_KINDS: dict[Any, str] = {
+    T.item: ".item()", T.tolist: ".tolist()", T.__bool__: "bool(tensor)",
+    T.__int__: "int(tensor)", T.__float__: "float(tensor)", T.__format__: "format(tensor)",
+    T.__repr__: "print(tensor)", T.nonzero: ".nonzero()", torch.nonzero: "torch.nonzero",
+    T.numpy: ".numpy()", T.__array__: "numpy.asarray(tensor)",
+}  # fmt: skip
+_PROMOTING = {
+    torch.add, torch.sub, torch.mul, torch.div, torch.true_divide, T.add, T.sub, T.mul, T.div,
+    T.__radd__, T.__rsub__, T.__rmul__, T.__truediv__, T.__rtruediv__,
+}  # fmt: skip
+_FLOATS = {torch.float32, torch.float64}
+
+
+@dataclass(frozen=True)
+class Options:
+    check_finite: bool = False
+    strict: bool = False
+
+
+class StrictFindingError(RuntimeError):
+    """Raised under ``--strict`` at the first error-level finding."""
+
+
+class Observer(TorchFunctionMode):
+    """Sees every torch call; records, checks, explains, and (when simulating) routes devices."""
+
+    def __init__(
+        self, record: Record, provenance: Provenance, tracker: ModuleTracker,
+        simulation: Simulation | None, options: Options,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.record = record
+        self.provenance = provenance
+        self.tracker = tracker
+        self.sim = simulation
+        self.options = options
+        self.explainer = Explainer(provenance, tracker)
+        # Non-blocking device->host results not yet synchronized; the flag spares the hot path
+        # a len() of the weak dictionary on every op.
+        self.pending: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self.has_pending = False
+        self.count_ops = record.accelerator is not None
+        self._check_finite = options.check_finite
+        self._handlers: dict[Any, Handler] = {}
+        self.transfers = transfers.TransferHandlers(self)
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        handler = self._handlers.get(func)
+        if handler is None:
+            handler = self._classify(func)
+        return handler(func, args, kwargs or {})
+
+    def _classify(self, func: Any) -> Handler:
+        name = getattr(func, "__name__", "")
+        handler: Handler
+        if name in ("__get__", "__set__"):
+            handler = _passthrough
+        elif func in _FACTORIES:
+            handler = self._factory
+        elif func in _SYNC_KINDS:
+            handler = self._sync
+        elif func in _PROMOTING:
+            handler = self._promoting
+        else:
+            handler = self.transfers.handler_for(func) or self._op
+        with contextlib.suppress(TypeError):  # an unhashable callable: classified every time
+            self._handlers[func] = handler
+        return handler
+
+    # --- generic ops -------------------------------------------------------------------------
+    def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.sim is not None and "device" in kwargs:
+            return self._factory(func, args, kwargs)
+        if self.has_pending:
+            self._check_pending(args)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            self.explain(exc, func, args, kwargs)
+            raise
+        if self.count_ops and self.tracker.stack:
+            self._count(args)
+        if self._check_finite:
+            self._finite(func, args, out)
+        return out
+
+    def explain(self, exc: BaseException, func: Any, args: tuple[Any, ...], kwargs: Any) -> None:
+        site = user_site(call_name(func))
+        finding = self.explainer.explain(exc, func, args, kwargs, site)
+        if finding is not None:
+            self.record.add_finding(finding, site)
+
+    def _count(self, args: tuple[Any, ...]) -> None:
+        first = args[0] if args else None
+        if isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        if not isinstance(first, torch.Tensor):
+            return
+        kind = first.device.type
+        self.record.ops_by_device[kind] += 1
+        if kind == "cpu":
+            cpu_ops = self.record.ops_by_device["cpu"]
+            # Sites are sampled after the first few thousand CPU ops to bound the cost.
+            if cpu_ops < 4096 or cpu_ops % 64 == 0:
+                site = user_site()
+                if site is not None:
+                    self.record.cpu_op_sites[site] += 1
+
+    def _finite(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            return
+        if bool(torch.isfinite(simtensor.plain(out)).all()):
+            return
+        for arg in args:
+            floating = isinstance(arg, torch.Tensor) and arg.is_floating_point()
+            if floating and not bool(torch.isfinite(simtensor.plain(arg)).all()):
+                return  # inf/NaN came in; the first op that made them was reported (or unseen)
+        site = user_site(call_name(func))
+        module = self.tracker.current
+        running = f" in {self.tracker.path(module)}" if module is not None else ""
+        dtype = str(out.dtype).replace("torch.", "")
+        self._check_finite = False
+        self.add(
+            NonFiniteOpOutput.finding(
+                f"{call_name(func)}{running} produced inf/NaN ({dtype}) from finite inputs; "
+                "this is the first op of the run to do so",
+                None if site is None else site.location(),
+                Fix("compute this op in float32 (or bfloat16), or scale its inputs down"),
+                op=call_name(func),
+                dtype=dtype,
+            ),
+            site,
+        )
+
+    def add(self, finding: Finding, site: Site | None, key: str = "") -> None:
+        new = self.record.add_finding(finding, site, key)
+        if new and self.options.strict and finding.severity >= Severity.ERROR:
+            raise StrictFindingError(f"torchport --strict: {finding.code} {finding.message}")
+
+    # --- factories ---------------------------------------------------------------------------
+    def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        target = None
+        if self.sim is not None and kwargs.get("device") is not None:
+            target = self.sim.resolve(kwargs["device"])
+            if target is not None:
+                pinned = kwargs.get("pin_memory", False)
+                kwargs = (
+                    {**kwargs, "device": "cpu", "pin_memory": False}
+                    if pinned
+                    else {**kwargs, "device": "cpu"}
+                )
+            else:
+                args = simtensor.plain(args)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            self.explain(exc, func, args, kwargs)
+            raise
+        if target is not None and isinstance(out, torch.Tensor):
+            out = simtensor.wrap_new(out, target)
+        if isinstance(out, torch.Tensor):
+            site = user_site(call_name(func))
+            if site is not None:
+                self.provenance.record(out, site)
+                if out.dtype == torch.float64:
+                    self.record.float64_origins[site] += 1
+        return out
+
+    # --- syncs -------------------------------------------------------------------------------
+    def _sync(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tensor = args[0] if args else None
+        if isinstance(tensor, torch.Tensor):
+            if self.has_pending:
+                self._check_pending(args)
+            if tensor.device.type != "cpu":
+                self.on_sync(_SYNC_KINDS[func])
+            if isinstance(tensor, simtensor.SimTensor):
+                if func in (T.numpy, T.__array__):
+                    raise TypeError(
+                        f"can't convert {tensor.device} device type tensor to numpy. Use "
+                        "Tensor.cpu() to copy the tensor to host memory first."
+                    )
+                if func is T.tolist:  # refused for subclasses; on a GPU it copies to the host
+                    return tensor._inner.tolist()
+        return func(*args, **kwargs)
+
+    def on_sync(self, kind: str) -> None:
+        """A host-device synchronization: count it at its site; earlier copies are now done."""
+        site = user_site(kind)
+        if site is not None:
+            self.record.add_sync(site, kind)
+        self.pending = WeakIdKeyDictionary()
+        self.has_pending = False
+
+    def _check_pending(self, args: tuple[Any, ...]) -> None:
+        for arg in args:
+            if isinstance(arg, torch.Tensor) and arg in self.pending:
+                made = self.pending[arg]
+                site = user_site("read")
+                self.add(
+                    NonBlockingHostReadBeforeSync.finding(
+                        f"the result of the non_blocking device-to-host copy made at {made} is "
+                        "read on the host before any synchronization: on a GPU it may still "
+                        "hold old data",
+                        None if site is None else site.location(),
+                        Fix(
+                            "call torch.cuda.synchronize() (or record an event and wait on it) "
+                            "before reading it, or copy without non_blocking=True"
+                        ),
+                    ),
+                    site,
+                )
+                del self.pending[arg]
+                self.has_pending = len(self.pending) > 0
+
+    # --- dtype promotion -----------------------------------------------------------------------
+    def _promoting(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if len(args) >= 2:
+            a, b = args[0], args[1]
+            if (
+                isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                and a.dtype != b.dtype and {a.dtype, b.dtype} == _FLOATS
+                and a.dim() > 0 and b.dim() > 0
+            ):  # fmt: skip
+                self._promotion(func, a if a.dtype == torch.float64 else b)
+        return self._op(func, args, kwargs)
+
+    def _promotion(self, func: Any, wide: torch.Tensor) -> None:
+        site = user_site(call_name(func))
+        origin = self.provenance.get(wide)
+        made = f" (the float64 one was created at {origin} by {origin.call})" if origin else ""
+        self.add(
+            ImplicitFloat64Promotion.finding(
+                f"{call_name(func)} combines float32 and float64 tensors, so the result is "
+                f"float64{made}",
+                None if site is None else site.location(),
+                Fix(
+                    "make the float64 tensor float32 where it is created (.float(), or "
+                    "dtype=np.float32 on the NumPy side)"
+                ),
+                origin=None if origin is None else str(origin),
+            ),
+            site,
+        )
+
+
+def _passthrough(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return func(*args, **kwargs)

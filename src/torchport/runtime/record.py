@@ -1,0 +1,89 @@
+"""What the observer saw: counts and first occurrences, keyed by the user's sites.
+
+Plain data only; :mod:`torchport.runtime.checks` turns it into Findings and report facts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from torchport.findings import Finding
+from torchport.runtime.sites import Site
+
+
+@dataclass
+class TransferStats:
+    count: int = 0
+    bytes: int = 0
+
+
+SYNC_EVERY_N_STEPS = 4  # a site that syncs at least every 4th step is in the hot loop
+
+
+@dataclass
+class SyncStats:
+    count: int = 0
+    first_step: int = 0
+    last_step: int = 0
+
+    @property
+    def in_loop(self) -> bool:
+        # A sync on (nearly) every step stalls the pipeline; one per epoch or every N steps is
+        # exactly what the fix recommends, so it must not be flagged.
+        span = self.last_step - self.first_step
+        return span > 0 and self.count * SYNC_EVERY_N_STEPS >= span
+
+
+@dataclass
+class LoaderStats:
+    batches: int = 0
+    wait_s: float = 0.0
+    step_s: float = 0.0
+    first_wait_s: float = 0.0
+    num_workers: int = 0
+    pin_memory: bool = False
+    last_end: float | None = None
+
+
+@dataclass
+class Record:
+    """Everything observed in one run, cheap to update from the hot path."""
+
+    accelerator: str | None = None
+    step: int = 0
+    ops_by_device: Counter[str] = field(default_factory=Counter)
+    cpu_op_sites: Counter[Site] = field(default_factory=Counter)
+    # (site, direction, pinned, non_blocking) -> count and bytes
+    transfers: dict[tuple[Site, str, bool, bool], TransferStats] = field(default_factory=dict)
+    syncs: dict[tuple[Site, str], SyncStats] = field(default_factory=dict)
+    float64_origins: Counter[Site] = field(default_factory=Counter)
+    promotions: Counter[tuple[Site, str]] = field(default_factory=Counter)
+    loaders: dict[Site, LoaderStats] = field(default_factory=dict)
+    # Findings decided on the spot (one per site and code), in the order they happened.
+    immediate: dict[tuple[str, Site | None, str], Finding] = field(default_factory=dict)
+
+    def add_transfer(
+        self, site: Site, direction: str, pinned: bool, non_blocking: bool, nbytes: int
+    ) -> None:
+        key = (site, direction, pinned, non_blocking)
+        stats = self.transfers.get(key)
+        if stats is None:
+            stats = self.transfers[key] = TransferStats()
+        stats.count += 1
+        stats.bytes += nbytes
+
+    def add_sync(self, site: Site, kind: str) -> None:
+        stats = self.syncs.get((site, kind))
+        if stats is None:
+            stats = self.syncs[(site, kind)] = SyncStats(first_step=self.step)
+        stats.count += 1
+        stats.last_step = self.step
+
+    def add_finding(self, finding: Finding, site: Site | None, key: str = "") -> bool:
+        """Keep the first finding of a code at a site; True when it is new."""
+        slot = (finding.code, site, key)
+        if slot in self.immediate:
+            return False
+        self.immediate[slot] = finding
+        return True

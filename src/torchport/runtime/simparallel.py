@@ -1,0 +1,97 @@
+"""Multi-GPU collectives of ``nn.DataParallel`` (``torch.nn.parallel.comm``) on simulated GPUs.
+
+The real ones are C++ CUDA kernels; here each is a few host copies between the simulated
+devices, so DataParallel code (scatter, replicate, parallel_apply, gather) runs on ``cuda:N``
+and a cross-device mistake inside it still raises the real error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from torchport.runtime.simtensor import plain, to_simulated
+
+if TYPE_CHECKING:
+    from torchport.runtime.simulate import Simulation
+
+
+class _DeviceContext:
+    """``torch.cuda.device(i)``: makes ``i`` the current simulated device for the block."""
+
+    def __init__(self, simulation: Simulation, device: Any) -> None:
+        self._simulation = simulation
+        target = simulation.resolve(device) if device is not None else None
+        self._index = simulation.current if target is None else (target.index or 0)
+        self._previous = simulation.current
+
+    def __enter__(self) -> _DeviceContext:
+        self._previous, self._simulation.current = self._simulation.current, self._index
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._simulation.current = self._previous
+
+
+def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
+    """(owner, name, stand-in) for torch.nn.parallel.comm and torch.cuda.device."""
+    from torch.nn.parallel import comm
+
+    def device_of(device: Any) -> torch.device:
+        if isinstance(device, int) and device < 0:
+            return torch.device("cpu")
+        return simulation.resolve(device) or simulation.default
+
+    def place(tensor: torch.Tensor, device: Any) -> torch.Tensor:
+        target = device_of(device)
+        if target.type == "cpu":
+            host: torch.Tensor = plain(tensor).clone()
+            return host
+        return to_simulated(tensor, target)
+
+    def scatter(
+        tensor: torch.Tensor, devices: Sequence[Any] | None = None,
+        chunk_sizes: Sequence[int] | None = None, dim: int = 0, streams: Any = None, **_: Any,
+    ) -> tuple[torch.Tensor, ...]:  # fmt: skip
+        targets = list(devices or range(simulation.count))
+        sizes = list(chunk_sizes) if chunk_sizes else None
+        parts = torch.split(tensor, sizes, dim) if sizes else tensor.chunk(len(targets), dim)
+        return tuple(place(p.contiguous(), d) for p, d in zip(parts, targets, strict=False))
+
+    def gather(
+        tensors: Sequence[torch.Tensor], dim: int = 0, destination: Any = None, **_: Any
+    ) -> torch.Tensor:
+        host = torch.cat([plain(t) for t in tensors], dim)
+        return place(host, destination)
+
+    def broadcast_coalesced(
+        tensors: Sequence[torch.Tensor], devices: Sequence[Any], buffer_size: int = 0
+    ) -> list[list[torch.Tensor]]:
+        return [[place(t, d) for t in tensors] for d in devices]
+
+    def reduce_add(inputs: Sequence[torch.Tensor], destination: Any = None) -> torch.Tensor:
+        total = plain(inputs[0]).clone()
+        for other in inputs[1:]:
+            total += plain(other)
+        return place(total, destination)
+
+    def reduce_add_coalesced(
+        inputs: Sequence[Sequence[torch.Tensor]], destination: Any = None, buffer_size: int = 0
+    ) -> list[torch.Tensor]:
+        return [reduce_add(list(group), destination) for group in zip(*inputs, strict=True)]
+
+    return [
+        (comm, "scatter", scatter),
+        (comm, "gather", gather),
+        (comm, "broadcast_coalesced", broadcast_coalesced),
+        (comm, "reduce_add", reduce_add),
+        (comm, "reduce_add_coalesced", reduce_add_coalesced),
+        (torch.cuda, "device", lambda device: _DeviceContext(simulation, device)),
+        *(
+            [(torch.accelerator, "device_index", lambda d: _DeviceContext(simulation, d))]
+            if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "device_index")
+            else []
+        ),
+    ]

@@ -1,0 +1,269 @@
+"""A tensor that keeps its data on the CPU and reports a simulated accelerator device.
+
+To the C++ core a :class:`SimTensor` is an ordinary CPU tensor (reporting CUDA there crashes
+autograd on a CPU-only build); only Python sees ``device``, ``is_cuda`` and ``get_device()`` of the
+simulated device. Every aten op reaches :meth:`SimTensor.__torch_dispatch__`, which checks devices
+the way the real backend does, runs the op on the CPU data and labels the results. Moving between
+host and simulated device goes through autograd functions, so gradients come back across.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import torch
+
+_CPU = torch.device("cpu")
+# Called with a description when Python reads a simulated tensor's value without going through
+# torch (repr, format): the simulation counts these as synchronizations.
+SYNC_HOOKS: list[Callable[[str], None]] = []
+# Ops that legitimately take tensors on different devices (cross-device copies, CPU indices).
+_CROSS_DEVICE_OK = {
+    torch.ops.aten.copy_.default,
+    torch.ops.aten._to_copy.default,
+    torch.ops.aten.index.Tensor,
+    torch.ops.aten.index_put_.default,
+    torch.ops.aten._index_put_impl_.default,
+    torch.ops.aten.lift_fresh.default,
+}
+
+
+class SimTensor(torch.Tensor):
+    """CPU data (``_inner``) seen from Python as living on ``_sim_device``."""
+
+    _inner: torch.Tensor
+    _sim_device: torch.device
+    __torch_function__: ClassVar[Any] = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(
+        cls, inner: torch.Tensor, device: torch.device, requires_grad: bool = False
+    ) -> SimTensor:
+        wrapper = torch.Tensor._make_wrapper_subclass(
+            cls,
+            inner.size(),
+            strides=inner.stride(),
+            storage_offset=inner.storage_offset(),
+            dtype=inner.dtype,
+            layout=inner.layout,
+            device=inner.device,
+            requires_grad=requires_grad,
+        )
+        wrapper._inner = inner
+        wrapper._sim_device = device
+        return wrapper
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return self._sim_device
+
+    @property
+    def is_cuda(self) -> bool:  # type: ignore[override]
+        return self._sim_device.type == "cuda"
+
+    @property
+    def is_mps(self) -> bool:  # type: ignore[override]
+        return self._sim_device.type == "mps"
+
+    @property
+    def is_cpu(self) -> bool:  # type: ignore[override]
+        return False
+
+    def get_device(self) -> int:
+        return self._sim_device.index or 0
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        for hook in SYNC_HOOKS:
+            hook("print(tensor)")
+        text = repr(self._inner.detach())
+        extra = f", device='{self._sim_device}'"
+        if self.requires_grad:
+            extra += ", requires_grad=True"
+        return text[:-1] + extra + ")" if text.endswith(")") else text
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # Saved as the plain CPU tensor, so checkpoints load with weights_only=True anywhere.
+        return self._inner.__reduce_ex__(protocol)  # type: ignore[no-untyped-call]
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            for hook in SYNC_HOOKS:
+                hook("format(tensor)")
+            return self._inner.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        # The hot path of --simulate: plain loops, no per-op allocation beyond what is needed.
+        wrappers: dict[int, SimTensor] = {}
+        seen: list[tuple[int | str, torch.device, bool]] = []
+        plain_args = [_unwrap(a, i, wrappers, seen) for i, a in enumerate(args)]
+        plain_kwargs = (
+            {k: _unwrap(v, k, wrappers, seen) for k, v in kwargs.items()} if kwargs else {}
+        )
+        device = _common_device(func, seen)
+        target = plain_kwargs.get("device")
+        if isinstance(target, torch.device) and target.type != "cpu":
+            device, plain_kwargs["device"] = target, _CPU
+        out = func(*plain_args, **plain_kwargs)
+        if device is None:
+            return out
+        if _mutates_view(func) and type(args[0]) is SimTensor:
+            # transpose_, squeeze_…: the wrapper's own sizes and strides must follow its data.
+            with torch._C._DisableTorchDispatch():
+                func(*args, **(kwargs or {}))
+        if type(out) is torch.Tensor:
+            existing = wrappers.get(id(out))
+            return SimTensor(out, device) if existing is None else existing
+        return _wrap(out, device, wrappers)
+
+
+_VIEW_MUTATORS: dict[Any, bool] = {}
+
+
+def _mutates_view(func: Any) -> bool:
+    known = _VIEW_MUTATORS.get(func)
+    if known is None:
+        known = _VIEW_MUTATORS[func] = torch.Tag.inplace_view in func.tags
+    return known
+
+
+def _unwrap(
+    value: Any,
+    where: int | str,
+    wrappers: dict[int, SimTensor],
+    seen: list[tuple[int | str, torch.device, bool]],
+) -> Any:
+    if type(value) is SimTensor:
+        inner = value._inner
+        wrappers[id(inner)] = value
+        seen.append((where, value._sim_device, False))
+        return inner
+    if isinstance(value, torch.Tensor):
+        seen.append((where, value.device, value.dim() == 0 and value.device.type == "cpu"))
+        return value
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor | None):
+        return type(value)(_unwrap(v, where, wrappers, seen) for v in value)
+    return value
+
+
+def _common_device(
+    func: Any, seen: list[tuple[int | str, torch.device, bool]]
+) -> torch.device | None:
+    """The simulated device of the op, or the error the real backend raises for mixed devices."""
+    common: torch.device | None = None
+    for where, device, cpu_scalar in seen:
+        if cpu_scalar:
+            continue
+        if common is None:
+            common = device
+        elif device != common and func not in _CROSS_DEVICE_OK:
+            raise RuntimeError(mismatch_message(func, common, _argument_name(func, where), device))
+    if common is None or common.type == "cpu":
+        sims = [d for _, d, _ in seen if d.type != "cpu"]
+        return sims[0] if sims else None
+    return common
+
+
+def _argument_name(func: Any, where: int | str) -> str:
+    if isinstance(where, str):
+        return where
+    arguments = func._schema.arguments
+    return str(arguments[where].name) if where < len(arguments) else f"argument {where}"
+
+
+def mismatch_message(func: Any, common: torch.device, name: str, other: torch.device) -> str:
+    """The message the real CUDA/MPS kernel raises for an op that mixes devices."""
+    if torch.Tag.pointwise in getattr(func, "tags", ()):
+        return (
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{common} and {other}!"
+        )
+    backend = (common if common.type != "cpu" else other).type.upper()
+    op = func._schema.name.split("::")[-1]
+    return (
+        f"Expected all tensors to be on the same device, but got {name} is on {other}, "
+        f"different from other tensors on {common} "
+        f"(when checking argument in method wrapper_{backend}_{op})"
+    )
+
+
+def _wrap(value: Any, device: torch.device, wrappers: dict[int, SimTensor]) -> Any:
+    if isinstance(value, torch.Tensor) and not isinstance(value, SimTensor):
+        existing = wrappers.get(id(value))
+        return existing if existing is not None else SimTensor(value, device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_wrap(v, device, wrappers) for v in value)
+    return value
+
+
+class _ToSimulated(torch.autograd.Function):
+    """Host (or another simulated device) → simulated device; gradients flow back."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+        source = tensor._inner if isinstance(tensor, SimTensor) else tensor
+        ctx.source_device = tensor.device
+        return SimTensor(source.detach().clone(), device)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        plain = grad._inner if isinstance(grad, SimTensor) else grad
+        if ctx.source_device.type == "cpu":
+            return plain, None
+        return SimTensor(plain, ctx.source_device), None
+
+
+class _ToHost(torch.autograd.Function):
+    """Simulated device → host: a real copy, as ``.cpu()`` makes on a GPU."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor) -> torch.Tensor:
+        ctx.source_device = tensor.device
+        inner = tensor._inner if isinstance(tensor, SimTensor) else tensor
+        return inner.detach().clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return SimTensor(grad, ctx.source_device)
+
+
+def to_simulated(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    if isinstance(tensor, SimTensor) and tensor._sim_device == device:
+        return tensor
+    if tensor.requires_grad and torch.is_grad_enabled():
+        result: torch.Tensor = _ToSimulated.apply(tensor, device)  # type: ignore[no-untyped-call]
+        return result
+    source = tensor._inner if isinstance(tensor, SimTensor) else tensor
+    return SimTensor(source.detach().clone(), device)
+
+
+def to_host(tensor: torch.Tensor) -> torch.Tensor:
+    if not isinstance(tensor, SimTensor):
+        return tensor
+    if tensor.requires_grad and torch.is_grad_enabled():
+        result: torch.Tensor = _ToHost.apply(tensor)  # type: ignore[no-untyped-call]
+        return result
+    return tensor._inner.detach().clone()
+
+
+def wrap_new(tensor: torch.Tensor, device: torch.device) -> SimTensor:
+    """A freshly made CPU tensor (a factory's result) as a leaf on the simulated device."""
+    requires_grad = tensor.requires_grad
+    return SimTensor(tensor.detach(), device, requires_grad=requires_grad)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every SimTensor replaced by its CPU data (for host-side calls)."""
+    if isinstance(value, SimTensor):
+        return value._inner
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    return value

@@ -1,0 +1,302 @@
+"""``--simulate cuda|cuda:N|mps``: pretend an accelerator on a CPU-only machine.
+
+The device queries (``torch.cuda.is_available()`` and friends, ``torch.accelerator``), pinned
+memory, streams, events and autocast are patched here; tensor placement is routed by the
+observer's function mode through :mod:`torchport.runtime.simtensor`. Everything patched is put
+back by :meth:`Simulation.restore`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_map_only
+from torch.utils.weak import WeakIdKeyDictionary
+
+from torchport.errors import UsageError
+from torchport.runtime.simparallel import comm_patches
+from torchport.runtime.simtensor import SYNC_HOOKS, to_simulated
+
+_SPEC = re.compile(r"^(cuda|mps)(?::(\d+))?$")
+_MISSING = object()
+
+
+def parse_spec(spec: str) -> tuple[str, int]:
+    """``cuda`` → (cuda, 1), ``cuda:4`` → (cuda, 4), ``mps`` → (mps, 1); UsageError otherwise."""
+    match = _SPEC.match(spec.strip().lower())
+    if match is None or (match.group(1) == "mps" and match.group(2)):
+        raise UsageError(f"--simulate: expected cuda, cuda:N (N GPUs) or mps, got {spec!r}")
+    count = int(match.group(2) or 1)
+    if count < 1:
+        raise UsageError("--simulate: the number of simulated GPUs must be at least 1")
+    return match.group(1), count
+
+
+class _SimStream:
+    """Stream stand-in: work is synchronous on the CPU, so every query is 'done'."""
+
+    def __init__(self, device: Any = None, priority: int = 0, **_: Any) -> None:
+        self.device = device
+
+    def synchronize(self) -> None:
+        if SIMULATIONS:
+            SIMULATIONS[-1].on_sync("Stream.synchronize")
+
+    def wait_stream(self, stream: Any) -> None:
+        return None
+
+    def wait_event(self, event: Any) -> None:
+        return None
+
+    def record_event(self, event: Any = None) -> _SimEvent:
+        return event if isinstance(event, _SimEvent) else _SimEvent()
+
+    def query(self) -> bool:
+        return True
+
+    def is_capturing(self) -> bool:
+        return False
+
+    def __enter__(self) -> _SimStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _SimEvent:
+    def __init__(self, enable_timing: bool = False, **_: Any) -> None:
+        self._time = 0.0
+
+    def record(self, stream: Any = None) -> None:
+        import time
+
+        self._time = time.perf_counter()
+
+    def synchronize(self) -> None:
+        if SIMULATIONS:
+            SIMULATIONS[-1].on_sync("Event.synchronize")
+
+    def wait(self, stream: Any = None) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: _SimEvent) -> float:
+        return (end._time - self._time) * 1000.0
+
+
+SIMULATIONS: list[Simulation] = []
+
+
+class Simulation:
+    """The simulated accelerator: its devices, the patches that announce it, pinned memory."""
+
+    def __init__(self, spec: str, on_sync: Callable[[str], None] | None = None) -> None:
+        self.kind, self.count = parse_spec(spec)
+        self.current = 0
+        self.pinned: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._on_sync = on_sync
+        self._saved: list[tuple[Any, str, Any]] = []
+        self._future_flag = False
+        self.unsupported: list[str] = []
+
+    def on_sync(self, what: str) -> None:
+        if self._on_sync is not None:
+            self._on_sync(what)
+
+    # --- devices ---------------------------------------------------------------------------
+    def resolve(self, device: Any) -> torch.device | None:
+        """The simulated device ``device`` names, or None when it names another type."""
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = torch.device(self.kind, device)
+        if not isinstance(device, (str, torch.device)):
+            return None
+        target = torch.device(device)
+        if target.type != self.kind:
+            return None
+        index = self.current if target.index is None else target.index
+        if index >= self.count:
+            name = "CUDA" if self.kind == "cuda" else "MPS"
+            raise RuntimeError(
+                f"{name} error: invalid device ordinal (torchport simulates "
+                f"{self.count} {self.kind} device{'s' if self.count > 1 else ''})"
+            )
+        return torch.device(self.kind, index)
+
+    @property
+    def default(self) -> torch.device:
+        return torch.device(self.kind, self.current)
+
+    # --- patches ---------------------------------------------------------------------------
+    def install(self) -> None:
+        self._future_flag = torch.__future__.get_overwrite_module_params_on_conversion()
+        # Module.to would otherwise copy the data into the old CPU parameter, dropping SimTensor.
+        torch.__future__.set_overwrite_module_params_on_conversion(True)
+        for owner, name, value in self._patches():
+            self._patch(owner, name, value)
+        SIMULATIONS.append(self)
+        SYNC_HOOKS.append(self.on_sync)
+
+    def restore(self) -> None:
+        for owner, name, old in reversed(self._saved):
+            if old is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
+        self._saved.clear()
+        torch.__future__.set_overwrite_module_params_on_conversion(self._future_flag)
+        if self in SIMULATIONS:
+            SIMULATIONS.remove(self)
+        if self.on_sync in SYNC_HOOKS:
+            SYNC_HOOKS.remove(self.on_sync)
+
+    def _patch(self, owner: Any, name: str, value: Any) -> None:
+        self._saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
+        setattr(owner, name, value)
+
+    def _patches(self) -> list[tuple[Any, str, Any]]:
+        patches = self._tensor_patches() + self._accelerator_patches()
+        if self.kind == "cuda":
+            patches += self._cuda_patches() + comm_patches(self)
+        else:
+            patches += [(torch.backends.mps, "is_available", lambda: True)]
+            patches += [(torch.mps, "synchronize", self._synchronize)]
+        patches += [(torch.amp.autocast_mode.autocast, "__init__", self._autocast_init())]
+        patches += [(torch, "compile", _eager_compile), (torch, "load", self._load())]
+        return patches
+
+    def _synchronize(self, device: Any = None) -> None:
+        self.on_sync(f"torch.{self.kind}.synchronize")
+
+    def _properties(self, device: Any = None) -> Any:
+        import types
+
+        return types.SimpleNamespace(
+            name="NVIDIA Simulated GPU (torchport)", major=9, minor=0,
+            total_memory=80 * 2**30, multi_processor_count=132, is_integrated=False,
+        )  # fmt: skip
+
+    def _set_device(self, device: Any) -> None:
+        resolved = self.resolve(device)
+        if resolved is not None:
+            self.current = resolved.index or 0
+
+    def _cuda_patches(self) -> list[tuple[Any, str, Any]]:
+        cuda = torch.cuda
+        name = "NVIDIA Simulated GPU (torchport)"
+        return [
+            (cuda, "is_available", lambda: True),
+            (cuda, "device_count", lambda: self.count),
+            (cuda, "current_device", lambda: self.current),
+            (cuda, "set_device", self._set_device),
+            (cuda, "synchronize", self._synchronize),
+            (cuda, "get_device_name", lambda device=None: name),
+            (cuda, "get_device_capability", lambda device=None: (9, 0)),
+            (cuda, "is_bf16_supported", lambda including_emulation=True: True),
+            (cuda, "Stream", _SimStream),
+            (cuda, "Event", _SimEvent),
+            (cuda, "current_stream", lambda device=None: _SimStream(device)),
+            (cuda, "default_stream", lambda device=None: _SimStream(device)),
+            (cuda, "stream", lambda stream=None: stream or _SimStream()),
+            (cuda, "is_current_stream_capturing", lambda: False),
+            (cuda, "get_device_properties", self._properties),
+            (torch.backends.cudnn, "is_available", lambda: False),
+            (torch.backends.cudnn, "is_acceptable", lambda tensor: False),
+            (cuda, "empty_cache", lambda: None),
+            (cuda, "manual_seed", lambda seed: None),
+            (cuda, "manual_seed_all", lambda seed: None),
+            (cuda, "memory_allocated", _unsimulated("CUDA memory statistics (reported as 0)", 0)),
+            (cuda, "max_memory_allocated", _unsimulated("CUDA memory statistics", 0)),
+            (cuda, "memory_reserved", _unsimulated("CUDA memory statistics", 0)),
+        ]
+
+    def _accelerator_patches(self) -> list[tuple[Any, str, Any]]:
+        acc = getattr(torch, "accelerator", None)
+        if acc is None:
+            return []
+        return [
+            (acc, "is_available", lambda *a, **k: True),
+            (acc, "current_accelerator", lambda *a, **k: torch.device(self.kind)),
+            (acc, "device_count", lambda: self.count),
+            (acc, "current_device_index", lambda: self.current),
+            (acc, "set_device_index", self._set_device),
+            (acc, "synchronize", self._synchronize),
+            (acc, "current_stream", lambda device=None: _SimStream(device)),
+            (acc, "set_stream", lambda stream: None),
+        ]
+
+    def _tensor_patches(self) -> list[tuple[Any, str, Any]]:
+        simulation = self
+
+        def pin_memory(tensor: torch.Tensor, device: Any = None) -> torch.Tensor:
+            copy = tensor.clone()
+            simulation.pinned[copy] = True
+            return copy
+
+        def is_pinned(tensor: torch.Tensor, device: Any = None) -> bool:
+            return tensor in simulation.pinned
+
+        return [
+            (torch.Tensor, "pin_memory", pin_memory),
+            (torch.Tensor, "is_pinned", is_pinned),
+            (torch.Tensor, "record_stream", lambda tensor, stream: None),
+        ]
+
+    def _load(self) -> Callable[..., Any]:
+        original = torch.load
+        simulation = self
+
+        def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+            target = None
+            if isinstance(map_location, (str, torch.device)):
+                target = simulation.resolve(map_location)
+            if target is None:
+                return original(f, map_location, *args, **kwargs)
+            loaded = original(f, "cpu", *args, **kwargs)
+            return tree_map_only(torch.Tensor, lambda t: to_simulated(t, target), loaded)
+
+        return load
+
+    def _autocast_init(self) -> Callable[..., None]:
+        original = torch.amp.autocast_mode.autocast.__init__
+        kind = self.kind
+
+        def init(obj: Any, device_type: str, *args: Any, **kwargs: Any) -> None:
+            # CPU autocast runs the same casts on the CPU data, so dtype mistakes still show.
+            if device_type == kind:
+                device_type = "cpu"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                original(obj, device_type, *args, **kwargs)
+
+        return init
+
+
+def _unsimulated(what: str, value: Any) -> Callable[..., Any]:
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        say_once(what)
+        return value
+
+    return stand_in
+
+
+def _eager_compile(model: Any = None, **options: Any) -> Any:
+    """``torch.compile`` cannot trace the simulated tensors: the model runs eagerly instead."""
+    say_once("torch.compile (the model runs eagerly)")
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
+def say_once(what: str, _said: set[str] = set()) -> None:  # noqa: B006 - a process-wide memo
+    """Tell the user, once per process, that ``what`` cannot be simulated."""
+    if what not in _said:
+        _said.add(what)
+        print(f"torchport: --simulate cannot simulate {what}; carrying on.", file=sys.stderr)

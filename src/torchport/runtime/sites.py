@@ -1,0 +1,129 @@
+"""Where things happen in the user's code: the first frame outside torch, torchport and Python.
+
+Every runtime finding names the user's own line, never a frame of torch or torchport. Frames are
+classified once per file name (a dict look-up afterwards), so a walk costs well under a
+microsecond per frame.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import torch
+from torch.utils.weak import WeakIdKeyDictionary
+
+import torchport
+from torchport.findings import Location
+
+
+def _package_dir(module: Any) -> str:
+    return os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
+
+
+_SKIPPED_DIRS = tuple(
+    {
+        _package_dir(torch),
+        _package_dir(torchport),
+        os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep,
+    }
+)
+# The bundled examples are user code as far as findings go: they are what users run first.
+_EXAMPLES_DIR = os.path.join(_package_dir(torchport), "examples") + os.sep
+_IS_USER: dict[str, bool] = {}
+
+
+def _is_user_file(filename: str) -> bool:
+    known = _IS_USER.get(filename)
+    if known is None:
+        absolute = os.path.abspath(filename)
+        known = not filename.startswith("<") and (
+            absolute.startswith(_EXAMPLES_DIR) or not absolute.startswith(_SKIPPED_DIRS)
+        )
+        if "site-packages" in absolute and ("_pytest" in absolute or "pluggy" in absolute):
+            known = False
+        _IS_USER[filename] = known
+    return known
+
+
+def ignore_file(filename: str) -> None:
+    """Never report ``filename`` as the user's (the ``torchport`` launcher script, say)."""
+    _IS_USER[filename] = False
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One line of user code, and the call made there (``torch.randn``, ``.to``…)."""
+
+    path: str
+    line: int
+    call: str = ""
+
+    def location(self) -> Location:
+        return Location(self.path, self.line)
+
+    def short(self) -> str:
+        return f"{os.path.basename(self.path)}:{self.line}"
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def user_frame(start: int = 2) -> FrameType | None:
+    """The innermost frame of user code above the caller (``start`` frames up)."""
+    try:
+        frame: FrameType | None = sys._getframe(start)
+    except ValueError:
+        return None
+    while frame is not None and not _is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def user_site(call: str = "", start: int = 2) -> Site | None:
+    """The user's line that led to this call, labelled with ``call``."""
+    frame = user_frame(start)
+    if frame is None:
+        return None
+    return Site(frame.f_code.co_filename, frame.f_lineno, call)
+
+
+def call_name(func: Any) -> str:
+    """``torch.randn``, ``Tensor.to``, ``torch.nn.functional.linear``: how users spell ``func``."""
+    name = getattr(func, "__name__", None) or repr(func)
+    qual = getattr(func, "__qualname__", name)
+    if qual.startswith(("TensorBase.", "Tensor.", "_TensorBase.")):
+        return "Tensor." + qual.split(".", 1)[1]
+    module = getattr(func, "__module__", None) or "torch"
+    if module.startswith("torch._C") or module == "torch._tensor":
+        module = "torch"
+    return f"{module}.{name}"
+
+
+class Provenance:
+    """Where each live tensor was created, keyed weakly by identity (tensors are unhashable)."""
+
+    def __init__(self) -> None:
+        self._sites: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    def record(self, tensor: torch.Tensor, site: Site) -> None:
+        self._sites[tensor] = site
+
+    def get(self, tensor: torch.Tensor) -> Site | None:
+        site = self._sites.get(tensor)  # type: ignore[no-untyped-call]
+        return site if isinstance(site, Site) else None
+
+    def record_tree(self, value: Any, site: Site) -> None:
+        """Record ``site`` for every tensor in a (nested) batch of tuples, lists and dicts."""
+        if isinstance(value, torch.Tensor):
+            self._sites[value] = site
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                self.record_tree(item, site)
+        elif isinstance(value, dict):
+            for item in value.values():
+                self.record_tree(item, site)

@@ -1,0 +1,192 @@
+"""Handlers for the calls that move tensors between host and device (and for ``backward``).
+
+Each copy is counted at the user's line with its direction, bytes, pinned or pageable source and
+``non_blocking`` flag; a device-to-host copy is a synchronization unless it is non-blocking, in
+which case its result is watched until the next synchronization (read-before-sync).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from torchport.findings import Fix
+from torchport.rules.dtype import Float64OnAccelerator
+from torchport.rules.transfer import NonBlockingCopyFromPageable
+from torchport.runtime import simtensor
+from torchport.runtime.sites import Site, user_site
+
+if TYPE_CHECKING:
+    from torchport.runtime.observer import Handler, Observer
+
+T = torch.Tensor
+_SYNC_NAMES = {"Tensor.to": ".to('cpu')", "Tensor.cpu": ".cpu()", "Tensor.copy_": ".copy_()"}
+
+
+def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """(device, dtype, non_blocking) from any of ``Tensor.to``'s three signatures."""
+    rest = list(args[1:])
+    device: Any = None
+    dtype: Any = None
+    flags: list[Any] = []
+    if rest and isinstance(rest[0], torch.Tensor):
+        device, dtype, flags = rest[0].device, rest[0].dtype, rest[1:]
+    elif rest and isinstance(rest[0], torch.dtype):
+        dtype, flags = rest[0], rest[1:]
+    elif rest:
+        device = rest[0]
+        if len(rest) > 1 and isinstance(rest[1], torch.dtype):
+            dtype, flags = rest[1], rest[2:]
+        else:
+            flags = rest[1:]
+    device = kwargs.get("device", device)
+    dtype = kwargs.get("dtype", dtype)
+    non_blocking = bool(kwargs.get("non_blocking", flags[0] if flags else False))
+    return device, dtype, non_blocking
+
+
+class TransferHandlers:
+    """``Tensor.to``/``.cuda``/``.cpu``/``.copy_`` and ``.backward``, bound to one Observer."""
+
+    def __init__(self, observer: Observer) -> None:
+        self.o = observer
+        self._table: dict[Any, Handler] = {
+            T.to: self._to,
+            T.cuda: self._cuda,
+            T.cpu: self._cpu,
+            T.copy_: self._copy,
+            T.backward: self._backward,
+        }
+
+    def handler_for(self, func: Any) -> Handler | None:
+        return self._table.get(func)
+
+    def _to(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tensor = args[0]
+        device, dtype, non_blocking = parse_to(args, kwargs)
+        sim = self.o.sim
+        target = sim.resolve(device) if sim is not None and device is not None else None
+        if target is not None:
+            out = _with_dtype(simtensor.to_simulated(tensor, target), dtype)
+        elif (
+            isinstance(tensor, simtensor.SimTensor)
+            and device is not None
+            and torch.device(device).type == "cpu"
+        ):
+            out = _with_dtype(simtensor.to_host(tensor), dtype)
+        else:
+            out = self._run(func, args, kwargs)
+        self._moved(tensor, out, non_blocking, "Tensor.to")
+        return out
+
+    def _cuda(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tensor = args[0]
+        device = args[1] if len(args) > 1 else kwargs.get("device")
+        non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
+        sim = self.o.sim
+        if sim is not None and sim.kind == "cuda":
+            target = sim.resolve("cuda" if device is None else device)
+            out = simtensor.to_simulated(tensor, target or sim.default)
+        else:
+            out = self._run(func, args, kwargs)
+        self._moved(tensor, out, non_blocking, "Tensor.cuda")
+        return out
+
+    def _cpu(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tensor = args[0]
+        if isinstance(tensor, simtensor.SimTensor):
+            out = simtensor.to_host(tensor)
+        else:
+            out = self._run(func, args, kwargs)
+        self._moved(tensor, out, False, "Tensor.cpu")
+        return out
+
+    def _copy(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        out = self.o._op(func, args, kwargs)
+        if len(args) > 1 and isinstance(args[1], torch.Tensor):
+            non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
+            self._moved(args[1], args[0], non_blocking, "Tensor.copy_")
+        return out
+
+    def _backward(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.o.record.step += 1
+        return self.o._op(func, args, kwargs)
+
+    def _run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.o.has_pending:
+            self.o._check_pending(args)
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            self.o.explain(exc, func, args, kwargs)
+            raise
+
+    def _moved(self, source: torch.Tensor, out: Any, non_blocking: bool, call: str) -> None:
+        if not isinstance(out, torch.Tensor):
+            return
+        src, dst = source.device, out.device
+        if src == dst:
+            return
+        site = user_site(call)
+        if site is None:
+            return
+        nbytes = source.numel() * source.element_size()
+        if src.type == "cpu":
+            pinned = bool(source.is_pinned())
+            self.o.record.add_transfer(site, "host->device", pinned, non_blocking, nbytes)
+            self._host_to_device_checks(source, dst, site, pinned, non_blocking)
+        elif dst.type == "cpu":
+            self.o.record.add_transfer(site, "device->host", False, non_blocking, nbytes)
+            if non_blocking:
+                self.o.pending[out] = site
+                self.o.has_pending = True
+            else:
+                self.o.on_sync(_SYNC_NAMES[call])
+        else:
+            self.o.record.add_transfer(site, "device->device", False, non_blocking, nbytes)
+        self.o.provenance.record(out, site)
+
+    def _host_to_device_checks(
+        self, source: torch.Tensor, dst: torch.device, site: Site, pinned: bool, non_blocking: bool
+    ) -> None:
+        if non_blocking and not pinned:
+            self.o.add(
+                NonBlockingCopyFromPageable.finding(
+                    f"non_blocking copy to {dst} from pageable memory: it cannot overlap with "
+                    "compute",
+                    site.location(),
+                    Fix(
+                        "pin the source (DataLoader(pin_memory=True), or use "
+                        "torchport.DeviceLoader), or drop non_blocking=True"
+                    ),
+                ),
+                site,
+            )
+        if source.dtype == torch.float64:
+            origin = self.o.provenance.get(source)
+            made = f"; it was created at {origin} by {origin.call}" if origin else ""
+            if origin is None or origin.call == "DataLoader batch":
+                made += self._float64_makers()
+            self.o.add(
+                Float64OnAccelerator.finding(
+                    f"a float64 tensor of shape {tuple(source.shape)} is moved to {dst}{made}",
+                    site.location(),
+                    Fix(
+                        "convert it to float32 where it is made (.float(), or np.float32 data), "
+                        "or pass dtype=torch.float32 to .to()"
+                    ),
+                ),
+                site,
+            )
+
+    def _float64_makers(self) -> str:
+        top = self.o.record.float64_origins.most_common(1)
+        if not top:
+            return ""
+        site, count = top[0]
+        return f" (float64 tensors were made {count}x at {site} by {site.call})"
+
+
+def _with_dtype(tensor: torch.Tensor, dtype: Any) -> torch.Tensor:
+    return tensor if dtype is None else tensor.to(dtype)

@@ -1,0 +1,174 @@
+"""``torchport.watch``: observe (and optionally simulate) a block of code or a function.
+
+    with torchport.watch(simulate="cuda") as w:
+        train()
+    for finding in w.findings:
+        print(finding.location, finding.message)
+
+Everything installed on entry (the function mode, the global module hooks, the DataLoader timer,
+the simulation patches) is removed on exit, also when the block raises.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import torch
+
+from torchport.findings import Finding, Report
+from torchport.rules import matches
+from torchport.runtime import checks
+from torchport.runtime.inputs import LoaderTimer, check_module_inputs
+from torchport.runtime.modules import ModuleTracker
+from torchport.runtime.observer import Observer, Options
+from torchport.runtime.record import Record
+from torchport.runtime.simulate import Simulation
+from torchport.runtime.sites import Provenance, user_site
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _real_accelerator() -> str | None:
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return None
+
+
+class watch:
+    """Observe torch calls inside a ``with`` block or a decorated function.
+
+    ``simulate`` ("cuda", "cuda:N" or "mps") pretends that accelerator on a CPU-only machine.
+    ``select``/``ignore`` filter findings by code or prefix. After the block, ``findings`` holds
+    what was found and ``report()`` the findings with the transfer, sync and loader inventories.
+    """
+
+    def __init__(
+        self,
+        simulate: str | None = None,
+        *,
+        check_finite: bool = False,
+        strict: bool = False,
+        select: Iterable[str] = ("ALL",),
+        ignore: Iterable[str] = (),
+    ) -> None:
+        self.simulate = simulate
+        self.options = Options(check_finite=check_finite, strict=strict)
+        self.select, self.ignore = list(select), list(ignore)
+        self.findings: list[Finding] = []
+        self.record = Record()
+        self._active: list[Callable[[], None]] = []
+        if simulate is not None:
+            Simulation(simulate)  # validate the spec now, not inside the user's program
+
+    def __enter__(self) -> watch:
+        self.findings = []
+        sim = Simulation(self.simulate) if self.simulate is not None else None
+        accelerator = f"{sim.kind} (simulated)" if sim is not None else _real_accelerator()
+        self.record = record = Record(accelerator=accelerator)
+        provenance = Provenance()
+        tracker = ModuleTracker(on_enter=lambda module, args: None)
+        observer = Observer(record, provenance, tracker, sim, self.options)
+        tracker._on_enter = functools.partial(check_module_inputs, observer)
+        loaders = LoaderTimer(observer)
+        steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
+        if sim is not None:
+            sim._on_sync = observer.on_sync
+            steps.append((sim.install, sim.restore))
+        elif accelerator == "cuda":
+            steps.append((lambda: _patch_synchronize(observer), _unpatch_synchronize))
+        steps += [
+            (lambda: _patch_from_numpy(observer), _unpatch_from_numpy),
+            (tracker.install, tracker.remove),
+            (loaders.install, loaders.remove),
+            (observer.__enter__, lambda: observer.__exit__(None, None, None)),  # type: ignore[no-untyped-call]
+        ]
+        try:
+            for install, remove in steps:
+                install()
+                self._active.append(remove)
+        except BaseException:
+            self._undo()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._undo()
+        self.findings = sorted(
+            (f for f in checks.findings(self.record) if self._selected(f.code)),
+            key=Finding.sort_key,
+        )
+
+    def _undo(self) -> None:
+        while self._active:
+            self._active.pop()()
+
+    def _selected(self, code: str) -> bool:
+        return matches(code, self.select) and not matches(code, self.ignore)
+
+    def report(self) -> Report:
+        """The findings and the inventories (transfers, syncs, loaders, ops by device)."""
+        return Report(command="run", findings=list(self.findings), facts=checks.facts(self.record))
+
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return watched  # type: ignore[return-value]
+
+
+_ORIGINAL_SYNCHRONIZE: list[Callable[..., None]] = []
+
+
+def _patch_synchronize(observer: Observer) -> None:
+    """torch.cuda.synchronize is no torch function: wrap it to count it in the sync inventory."""
+    original = torch.cuda.synchronize
+    _ORIGINAL_SYNCHRONIZE.append(original)
+
+    @functools.wraps(original)
+    def synchronize(device: Any = None) -> None:
+        observer.on_sync("torch.cuda.synchronize")
+        original(device)
+
+    torch.cuda.synchronize = synchronize
+
+
+def _unpatch_synchronize() -> None:
+    torch.cuda.synchronize = _ORIGINAL_SYNCHRONIZE.pop()
+
+
+_ORIGINAL_FROM_NUMPY: list[Callable[..., torch.Tensor]] = []
+
+
+def _patch_from_numpy(observer: Observer) -> None:
+    """from_numpy bypasses function modes; wrap it to learn where NumPy data enters."""
+    original = torch.from_numpy
+    _ORIGINAL_FROM_NUMPY.append(original)
+
+    @functools.wraps(original)
+    def from_numpy(array: Any) -> torch.Tensor:
+        tensor = original(array)
+        site = user_site("torch.from_numpy")
+        if site is not None:
+            observer.provenance.record(tensor, site)
+            if tensor.dtype == torch.float64:
+                observer.record.float64_origins[site] += 1
+        return tensor
+
+    torch.from_numpy = from_numpy  # type: ignore[assignment]
+
+
+def _unpatch_from_numpy() -> None:
+    torch.from_numpy = _ORIGINAL_FROM_NUMPY.pop()
