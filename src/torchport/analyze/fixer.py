@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,7 +31,8 @@ def char_column(line_text: str, byte_offset: int) -> int:
 
 def _offsets(source: str) -> list[int]:
     starts = [0]
-    for line in source.splitlines(keepends=True):
+    # Only the line ends ``ast`` counts (str.splitlines also breaks at form feeds and more).
+    for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", source):
         starts.append(starts[-1] + len(line))
     return starts
 

@@ -2,4 +2,568 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from torchport.findings import Severity
+from torchport.rules.registry import Rule, register
+
+
+@register
+class UndecidableDevicePlacement(Rule):
+    """## What it does
+    Flags device-dependent code that `torchport port` could not rewrite safely, such as a tensor
+    made inside a helper that receives no tensor to take the device from, a legacy typed tensor
+    constructor, or a loop over a loader whose batch cannot be named.
+
+    ## Why is this bad?
+    The code runs on the CPU but breaks, or silently computes on the CPU, once the model and the
+    batches live on an accelerator. The port leaves it unchanged rather than guess.
+
+    ## Example
+    ```python
+    def causal_mask(n):
+        return torch.triu(torch.ones(n, n), diagonal=1).bool()
+    ```
+
+    ## Use instead
+    ```python
+    def causal_mask(n, device):
+        return torch.triu(torch.ones(n, n, device=device), diagonal=1).bool()
+    ```
+
+    ## Fix safety
+    No automatic fix: the right device depends on how the code is called.
+    """
+
+    code, name, severity = "TP199", "undecidable-device-placement", Severity.WARNING
+
+
+# --- static rules (analyze): TP100-TP149 -------------------------------------------------
+
+
+@register
+class UnparsableFile(Rule):
+    """## What it does
+    Reports a file that `torchport check` could not analyse: it does not parse, is not UTF-8,
+    is binary, or cannot be read.
+
+    ## Why is this bad?
+    Nothing in the file was checked, so every other rule is silent about it. Python would
+    also fail to import a file that does not parse.
+
+    ## Example
+    ```python
+    def train(:
+    ```
+
+    ## Use instead
+    Fix the syntax error or the encoding (save the file as UTF-8).
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP100"
+    name = "unparsable-file"
+    severity = Severity.ERROR
+
+
+@register
+class ToResultDiscarded(Rule):
+    """## What it does
+    Flags a call to a tensor's `.to()`, `.cuda()`, `.cpu()`, `.float()`, `.half()` (and the
+    other casts) whose result is thrown away.
+
+    ## Why is this bad?
+    `Module.to()` moves a model in place, but `Tensor.to()` returns a new tensor and leaves the
+    original where it was. The tensor stays on the CPU (or keeps its dtype) and the next
+    operation with the model fails with a device mismatch.
+
+    ## Example
+    ```python
+    x = torch.randn(8, 4)
+    x.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(8, 4)
+    x = x.to(device)
+    ```
+
+    ## Fix safety
+    Unsafe: assigning the result changes what the name holds afterwards.
+
+    ## References
+    - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    """
+
+    code = "TP101"
+    name = "to-result-discarded"
+    severity = Severity.ERROR
+
+
+@register
+class InputNotMovedToModelDevice(Rule):
+    """## What it does
+    Flags a tensor passed to a model that was moved to a device while the tensor was left on
+    the CPU: a loader batch never moved, a `torch.from_numpy` result, or a factory call without
+    `device=`.
+
+    ## Why is this bad?
+    The model's weights live on the accelerator and the input on the host, so the first layer
+    raises "Expected all tensors to be on the same device".
+
+    ## Example
+    ```python
+    model = Net().to(device)
+    for x, y in loader:
+        out = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().to(device)
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+        out = model(x)
+    ```
+
+    ## Fix safety
+    Unsafe: moves the argument with `.to(<the model's device>)` at the call.
+    """
+
+    code = "TP102"
+    name = "input-not-moved-to-model-device"
+    severity = Severity.ERROR
+
+
+@register
+class TensorCreatedInForward(Rule):
+    """## What it does
+    Flags a tensor factory (`torch.zeros`, `torch.randn`, `torch.arange`, `torch.tensor`...)
+    called without `device=` inside a module's `forward`, or in a helper method it calls.
+
+    ## Why is this bad?
+    The new tensor is made on the CPU while the module's inputs and weights are on the
+    accelerator: a device mismatch, or a hidden host-to-device copy on every call.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        noise = torch.randn(x.shape)
+        return self.fc(x + noise)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        noise = torch.randn(x.shape, device=x.device)
+        return self.fc(x + noise)
+    ```
+
+    ## Fix safety
+    Unsafe: adds `device=<first input>.device`, which assumes that input is a tensor.
+    """
+
+    code = "TP103"
+    name = "tensor-created-in-forward"
+    severity = Severity.ERROR
+
+
+@register
+class CpuTensorThenMoved(Rule):
+    """## What it does
+    Flags a tensor built on the CPU and moved right away: `torch.zeros(...).to(device)` or
+    `torch.randn(...).cuda()`.
+
+    ## Why is this bad?
+    The tensor is allocated and filled on the host, then copied over the bus. Creating it on
+    the device directly skips both the host allocation and the copy.
+
+    ## Example
+    ```python
+    mask = torch.ones(n, n).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.ones(n, n, device=device)
+    ```
+
+    ## Fix safety
+    Safe for `torch.zeros/ones/empty/full/eye/arange/linspace`. Unsafe for random factories
+    (the random numbers come from the device's generator instead of the CPU's) and
+    `torch.tensor`.
+    """
+
+    code = "TP104"
+    name = "cpu-tensor-then-moved"
+    severity = Severity.WARNING
+
+
+@register
+class TensorAttributeNotBuffer(Rule):
+    """## What it does
+    Flags a tensor assigned as a plain attribute (`self.scale = torch.ones(n)`) in the
+    `__init__` of an `nn.Module`.
+
+    ## Why is this bad?
+    `model.to(device)` moves parameters and buffers only: the plain tensor stays on the CPU
+    and the forward pass fails with a device mismatch. It is also missing from `state_dict()`.
+
+    ## Example
+    ```python
+    self.scale = torch.ones(hidden)
+    ```
+
+    ## Use instead
+    ```python
+    self.register_buffer("scale", torch.ones(hidden))
+    ```
+
+    ## Fix safety
+    Unsafe: the buffer appears in `state_dict()`, so checkpoints change shape.
+
+    ## References
+    - [Module.register_buffer](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer)
+    """
+
+    code = "TP105"
+    name = "tensor-attribute-not-buffer"
+    severity = Severity.ERROR
+
+
+@register
+class ModulesInPlainContainer(Rule):
+    """## What it does
+    Flags submodules or parameters stored in a plain `list` or `dict` attribute of an
+    `nn.Module`.
+
+    ## Why is this bad?
+    PyTorch does not see inside plain containers: `model.to(device)` leaves those layers on
+    the CPU, `model.parameters()` misses them (the optimizer never trains them) and they are
+    absent from `state_dict()`.
+
+    ## Example
+    ```python
+    self.layers = [nn.Linear(8, 8), nn.Linear(8, 8)]
+    ```
+
+    ## Use instead
+    ```python
+    self.layers = nn.ModuleList([nn.Linear(8, 8), nn.Linear(8, 8)])
+    ```
+
+    ## Fix safety
+    Unsafe: the wrapped layers join `parameters()` and `state_dict()`.
+    """
+
+    code = "TP106"
+    name = "modules-in-plain-container"
+    severity = Severity.ERROR
+
+
+@register
+class TorchLoadWithoutMapLocation(Rule):
+    """## What it does
+    Flags `torch.load(...)` without `map_location`.
+
+    ## Why is this bad?
+    Tensors are restored on the device they were saved from. A checkpoint saved on a GPU fails
+    to load on a machine without one, and one saved on `cuda:1` lands on `cuda:1` for every
+    process.
+
+    ## Example
+    ```python
+    state = torch.load("model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    state = torch.load("model.pt", map_location="cpu")
+    ```
+
+    ## Fix safety
+    Unsafe: adds `map_location="cpu"`, so tensors that used to load on a GPU now load on the
+    CPU (a later `.to(device)` or `load_state_dict` moves them).
+    """
+
+    code = "TP107"
+    name = "torch-load-without-map-location"
+    severity = Severity.WARNING
+
+
+@register
+class NumpyOfDeviceTensor(Rule):
+    """## What it does
+    Flags `.numpy()` on a tensor that was moved to a device (or produced by a model that was).
+
+    ## Why is this bad?
+    `.numpy()` only works on CPU tensors: on an accelerator it raises "can't convert cuda:0
+    device type tensor to numpy".
+
+    ## Example
+    ```python
+    preds = model(x).argmax(1).numpy()
+    ```
+
+    ## Use instead
+    ```python
+    preds = model(x).argmax(1).cpu().numpy()
+    ```
+
+    ## Fix safety
+    Safe: `.cpu()` returns the tensor itself when it is already on the CPU.
+    """
+
+    code = "TP108"
+    name = "numpy-of-device-tensor"
+    severity = Severity.ERROR
+
+
+@register
+class HardCodedCuda(Rule):
+    """## What it does
+    Flags `"cuda"`, `torch.device("cuda")` and `.cuda()` in a file that never checks whether an
+    accelerator is available.
+
+    ## Why is this bad?
+    The script crashes on machines without an NVIDIA GPU (laptops, CI, Apple silicon) instead
+    of falling back to the CPU.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix; `torchport port` rewrites the file around one `device` variable.
+    """
+
+    code = "TP109"
+    name = "hard-coded-cuda"
+    severity = Severity.WARNING
+
+
+@register
+class HardCodedDeviceIndex(Rule):
+    """## What it does
+    Flags a device with a fixed index: `"cuda:1"`, `torch.device("cuda", 0)`, `.cuda(1)`,
+    `torch.cuda.set_device(0)`.
+
+    ## Why is this bad?
+    Under `torchrun` every process must use its own GPU (`LOCAL_RANK`); a fixed index puts all
+    of them on the same one, and `CUDA_VISIBLE_DEVICES` renumbering makes it fragile anyway.
+
+    ## Example
+    ```python
+    model.to("cuda:1")
+    ```
+
+    ## Use instead
+    ```python
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    model.to(torch.device("cuda", local_rank))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP110"
+    name = "hard-coded-device-index"
+    severity = Severity.INFO
+
+
+@register
+class DeviceComparedToCuda(Rule):
+    """## What it does
+    Flags `x.device == torch.device("cuda")` and `x.device == "cuda"`.
+
+    ## Why is this bad?
+    A tensor's device always carries an index (`cuda:0`), and `torch.device("cuda:0")` is not
+    equal to `torch.device("cuda")`: the comparison is always false on a GPU.
+
+    ## Example
+    ```python
+    if x.device == torch.device("cuda"):
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    if x.device.type == "cuda":
+        ...
+    ```
+
+    ## Fix safety
+    Unsafe: the condition becomes true where it used to be false.
+    """
+
+    code = "TP111"
+    name = "device-compared-to-cuda"
+    severity = Severity.ERROR
+
+
+@register
+class LegacyTensorConstructor(Rule):
+    """## What it does
+    Flags the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
+    `torch.LongTensor(...)` and `torch.cuda.FloatTensor(...)`.
+
+    ## Why is this bad?
+    They tie the dtype and the device into a type name, ignore the default device, and
+    `torch.Tensor(3)` makes an uninitialised tensor of size 3 rather than the value 3.
+
+    ## Example
+    ```python
+    y = torch.LongTensor([1, 0, 1])
+    ```
+
+    ## Use instead
+    ```python
+    y = torch.tensor([1, 0, 1], dtype=torch.int64)
+    ```
+
+    ## Fix safety
+    For a typed constructor given a literal list, the fix uses `torch.tensor` with the same
+    dtype: safe for `torch.cuda.*Tensor` (the device is spelled out), unsafe for the CPU ones
+    (`torch.tensor` follows `torch.set_default_device`, the legacy type did not). Other forms
+    have no automatic fix.
+    """
+
+    code = "TP112"
+    name = "legacy-tensor-constructor"
+    severity = Severity.WARNING
+
+
+@register
+class SetDefaultTensorType(Rule):
+    """## What it does
+    Flags `torch.set_default_tensor_type(...)`.
+
+    ## Why is this bad?
+    It is deprecated, and setting a CUDA tensor type as the default makes every factory call
+    (including those inside libraries and DataLoader workers) allocate on the GPU.
+
+    ## Example
+    ```python
+    torch.set_default_tensor_type(torch.cuda.FloatTensor)
+    ```
+
+    ## Use instead
+    ```python
+    torch.set_default_dtype(torch.float32)
+    torch.set_default_device("cuda")  # only if you really want it
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP113"
+    name = "set-default-tensor-type"
+    severity = Severity.WARNING
+
+
+@register
+class CudaTensorInDataset(Rule):
+    """## What it does
+    Flags tensors moved to or created on an accelerator inside a `Dataset`.
+
+    ## Why is this bad?
+    DataLoader workers are forked processes, and CUDA cannot be initialised in a forked child
+    ("Cannot re-initialize CUDA in forked subprocess"). With `num_workers=0` it works but
+    serialises loading with compute.
+
+    ## Example
+    ```python
+    def __getitem__(self, i):
+        return self.x[i].cuda()
+    ```
+
+    ## Use instead
+    Return CPU tensors from the dataset, set `pin_memory=True` on the DataLoader and move each
+    batch in the training loop.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP114"
+    name = "cuda-tensor-in-dataset"
+    severity = Severity.ERROR
+
+
+# --- runtime rules (torchport run): TP150-TP198 ------------------------------------------
+
+
+@register
+class TensorsOnDifferentDevices(Rule):
+    """## What it does
+    Explains an op that failed because its tensors live on different devices: for each tensor
+    argument, its device, the line and call that created it, and the module that was running.
+
+    ## Why is this bad?
+    The program stops with "Expected all tensors to be on the same device" and no hint which
+    tensor is wrong or where it came from; the usual causes (a tensor made inside `forward`
+    without `device=`, a tensor attribute that is not a buffer, layers in a plain list, a batch
+    that was never moved) all look the same in that message.
+
+    ## Example
+    ```python
+    noise = torch.randn(x.shape)  # on the CPU while x is on cuda:0
+    return self.head(x + noise)
+    ```
+
+    ## Use instead
+    ```python
+    noise = torch.randn(x.shape, device=x.device)
+    ```
+
+    ## Fix safety
+    No automatic fix: the report names the line to change.
+    """
+
+    code = "TP150"
+    name = "tensors-on-different-devices"
+    severity = Severity.ERROR
+
+
+@register
+class ComputeOnCpuBesideAccelerator(Rule):
+    """## What it does
+    Reports, at run time, the share of tensor ops that ran on the CPU while an accelerator was
+    available (or simulated), with the lines that ran most of them.
+
+    ## Why is this bad?
+    Nothing fails: the model, or part of it, silently trains on the CPU at a fraction of the
+    speed the GPU would give.
+
+    ## Example
+    ```python
+    model = Net()  # never moved
+    for x, y in loader:
+        loss = criterion(model(x), y)
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    No automatic fix; `torchport port` rewrites such scripts.
+    """
+
+    code = "TP151"
+    name = "compute-on-cpu-beside-accelerator"
+    severity = Severity.WARNING

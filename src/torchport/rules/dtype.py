@@ -2,4 +2,378 @@
 
 from __future__ import annotations
 
+from torchport.findings import Severity
+from torchport.rules.registry import Rule, register
+
 __all__: list[str] = []
+
+
+# --- static rules (analyze): TP300-TP349 -------------------------------------------------
+
+
+@register
+class NumpyFloat64ToTensor(Rule):
+    """## What it does
+    Flags NumPy float64 data (`np.random.rand`, `np.zeros`, a float `np.array`,
+    `rng.standard_normal`...) turned into a tensor without a float32 cast.
+
+    ## Why is this bad?
+    NumPy defaults to float64, and `torch.from_numpy`/`torch.tensor` keep it: the model then
+    fails with "expected scalar type Float but found Double", or everything downstream runs in
+    float64, which is many times slower on GPUs and doubles every copy.
+
+    ## Example
+    ```python
+    x = torch.from_numpy(np.random.rand(64, 20))
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.from_numpy(np.random.rand(64, 20)).float()
+    ```
+
+    ## Fix safety
+    Unsafe: the values are rounded to float32.
+    """
+
+    code = "TP301"
+    name = "numpy-float64-to-tensor"
+    severity = Severity.WARNING
+
+
+@register
+class Float64OnAccelerator(Rule):
+    """## What it does
+    Flags `.double()` and `dtype=torch.float64` in a file that runs on an accelerator.
+
+    ## Why is this bad?
+    Consumer and most data-centre GPUs run float64 at 1/32 to 1/64 of float32 speed, and MPS
+    does not support it at all.
+
+    ## Example
+    ```python
+    x = x.double().to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = x.float().to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix: only you know whether the precision is needed.
+    """
+
+    code = "TP302"
+    name = "float64-on-accelerator"
+    severity = Severity.WARNING
+
+
+@register
+class IntegerInputToFloatLayer(Rule):
+    """## What it does
+    Flags an integer tensor (`torch.randint`, `.long()`, `dtype=torch.int64`) passed to a
+    float layer such as `nn.Linear` or `nn.Conv2d`.
+
+    ## Why is this bad?
+    Linear and convolution layers need floating-point inputs: the call fails with
+    "mat1 and mat2 must have the same dtype" (or "expected scalar type Float but found Long").
+
+    ## Example
+    ```python
+    out = fc(torch.randint(0, 10, (8, 4)))
+    ```
+
+    ## Use instead
+    ```python
+    out = fc(torch.randint(0, 10, (8, 4)).float())
+    ```
+
+    ## Fix safety
+    Unsafe: adds `.float()` to the argument.
+    """
+
+    code = "TP303"
+    name = "integer-input-to-float-layer"
+    severity = Severity.ERROR
+
+
+@register
+class LossTargetWrongDtype(Rule):
+    """## What it does
+    Flags targets of the wrong dtype: a tensor cast to float for `CrossEntropyLoss`/`NLLLoss`
+    (class indices must be int64), or an integer tensor for `BCELoss`/`BCEWithLogitsLoss`
+    (targets must be float).
+
+    ## Why is this bad?
+    The loss raises "expected scalar type Long but found Float" or "result type Float can't be
+    cast to the desired output type Long", often only on the GPU code path.
+
+    ## Example
+    ```python
+    loss = nn.BCEWithLogitsLoss()(logits, y.long())
+    ```
+
+    ## Use instead
+    ```python
+    loss = nn.BCEWithLogitsLoss()(logits, y.float())
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP304"
+    name = "loss-target-wrong-dtype"
+    severity = Severity.ERROR
+
+
+@register
+class DeprecatedAmpApi(Rule):
+    """## What it does
+    Flags `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`,
+    `torch.cuda.amp.custom_fwd/custom_bwd` and `torch.cpu.amp.autocast`.
+
+    ## Why is this bad?
+    They are deprecated (a FutureWarning at every call) in favour of the device-generic
+    `torch.amp` API, which also works on other accelerators.
+
+    ## Example
+    ```python
+    with torch.cuda.amp.autocast():
+        out = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.amp.autocast("cuda"):
+        out = model(x)
+    ```
+
+    ## Fix safety
+    Safe: `torch.amp.autocast("cuda", ...)` is what the deprecated function calls.
+
+    ## References
+    - [Automatic Mixed Precision](https://pytorch.org/docs/stable/amp.html)
+    """
+
+    code = "TP305"
+    name = "deprecated-amp-api"
+    severity = Severity.WARNING
+
+
+@register
+class HalfModelWithGradScaler(Rule):
+    """## What it does
+    Flags a model converted with `.half()` in code that trains it with a `GradScaler`.
+
+    ## Why is this bad?
+    The scaler refuses float16 gradients ("Attempting to unscale FP16 gradients"), and pure
+    float16 weights lose small updates. AMP keeps float32 weights and casts per operation.
+
+    ## Example
+    ```python
+    model = Net().half().to(device)
+    scaler = torch.amp.GradScaler("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().to(device)
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda"):
+        ...
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP306"
+    name = "half-model-with-grad-scaler"
+    severity = Severity.ERROR
+
+
+@register
+class BackwardInsideAutocast(Rule):
+    """## What it does
+    Flags `backward()` called inside a `with autocast(...)` block.
+
+    ## Why is this bad?
+    Backward ops run in the dtype their forward ops chose; running backward under autocast is
+    not recommended and can change its precision choices.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda"):
+        loss = criterion(model(x), y)
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda"):
+        loss = criterion(model(x), y)
+    loss.backward()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP307"
+    name = "backward-inside-autocast"
+    severity = Severity.WARNING
+
+
+@register
+class GradScalerWithBfloat16(Rule):
+    """## What it does
+    Flags a `GradScaler` used together with `autocast(dtype=torch.bfloat16)`.
+
+    ## Why is this bad?
+    bfloat16 has float32's exponent range, so gradients do not underflow and loss scaling is
+    pointless overhead (and a source of skipped steps).
+
+    ## Example
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        ...
+    ```
+
+    ## Use instead
+    Drop the scaler and call `loss.backward()` and `optimizer.step()` directly.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP308"
+    name = "grad-scaler-with-bfloat16"
+    severity = Severity.WARNING
+
+
+@register
+class OptimizerStepBypassesScaler(Rule):
+    """## What it does
+    Flags `optimizer.step()` called directly in a function that scales the loss with a
+    `GradScaler`.
+
+    ## Why is this bad?
+    The gradients are still multiplied by the scale factor (thousands), and steps with inf or
+    NaN gradients are not skipped: training diverges.
+
+    ## Example
+    ```python
+    scaler.scale(loss).backward()
+    optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    ```
+
+    ## Fix safety
+    Unsafe: replaces the call with `scaler.step(optimizer)`.
+    """
+
+    code = "TP309"
+    name = "optimizer-step-bypasses-scaler"
+    severity = Severity.ERROR
+
+
+@register
+class GradScalerWithoutUpdate(Rule):
+    """## What it does
+    Flags `scaler.step(optimizer)` in a function that never calls `scaler.update()`.
+
+    ## Why is this bad?
+    The scale factor never adapts: after one overflow every later step is skipped, or the
+    scale stays too small and gradients underflow.
+
+    ## Example
+    ```python
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    ```
+
+    ## Use instead
+    ```python
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    ```
+
+    ## Fix safety
+    Unsafe: inserts `scaler.update()` right after the step.
+    """
+
+    code = "TP310"
+    name = "grad-scaler-without-update"
+    severity = Severity.ERROR
+
+
+# --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
+
+
+@register
+class ImplicitFloat64Promotion(Rule):
+    """## What it does
+    Flags, at run time, ops that combine a float32 tensor with a float64 tensor, so that the
+    result is silently promoted to float64.
+
+    ## Why is this bad?
+    float64 takes twice the memory and, on most GPUs, runs 30 to 60 times slower than float32;
+    once one float64 tensor enters the computation, everything downstream of it becomes
+    float64 as well.
+
+    ## Example
+    ```python
+    weights = torch.from_numpy(np.ones(10))  # float64
+    loss = (per_sample * weights).mean()
+    ```
+
+    ## Use instead
+    ```python
+    weights = torch.from_numpy(np.ones(10, dtype=np.float32))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP350"
+    name = "implicit-float64-promotion"
+    severity = Severity.WARNING
+
+
+@register
+class NonFiniteOpOutput(Rule):
+    """## What it does
+    With `torchport run --check-finite`, reports the first op whose output holds inf or NaN
+    although its inputs were finite, with the module that ran it.
+
+    ## Why is this bad?
+    In half precision an overflow (above 65504 in float16) turns into inf and then NaN; the loss
+    shows NaN many ops later, far from the op that caused it.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        scores = q @ k.transpose(-1, -2)  # overflows float16
+    ```
+
+    ## Use instead
+    Scale before the product, compute that op in float32, or use bfloat16.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP351"
+    name = "non-finite-op-output"
+    severity = Severity.ERROR

@@ -2,4 +2,387 @@
 
 from __future__ import annotations
 
+from torchport.findings import Severity
+from torchport.rules.registry import Rule, register
+
 __all__: list[str] = []
+
+
+# --- static rules (analyze): TP200-TP249 -------------------------------------------------
+
+
+@register
+class LoaderWithoutPinMemory(Rule):
+    """## What it does
+    Flags a `DataLoader` without `pin_memory=True` in a file that moves its batches to an
+    accelerator.
+
+    ## Why is this bad?
+    Copies from pageable host memory are staged through a pinned buffer by the driver, often at
+    half the bandwidth, and cannot overlap with compute even with `non_blocking=True`.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, pin_memory=torch.cuda.is_available())
+    ```
+
+    ## Fix safety
+    Safe: pins only when CUDA is available, which never changes the values of a batch.
+
+    ## References
+    - [A guide on good usage of non_blocking and pin_memory()](https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html)
+    """
+
+    code = "TP201"
+    name = "loader-without-pin-memory"
+    severity = Severity.WARNING
+
+
+@register
+class CopyWithoutNonBlocking(Rule):
+    """## What it does
+    Flags a host-to-device copy (`.to(device)`, `.cuda()`) of a tensor in the hot loop
+    without `non_blocking=True`. Device-to-host copies are never flagged.
+
+    ## Why is this bad?
+    A blocking copy makes the Python thread wait for the transfer, so the next batch cannot be
+    queued while the GPU computes.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        x = x.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    Unsafe: if the host tensor is modified in place right after the call, the device copy may
+    see the new values.
+    """
+
+    code = "TP202"
+    name = "copy-without-non-blocking"
+    severity = Severity.INFO
+
+
+@register
+class PinMemoryOnMainThread(Rule):
+    """## What it does
+    Flags `.pin_memory()` called on a tensor in the hot loop (or chained into `.to()`).
+
+    ## Why is this bad?
+    Pinning allocates page-locked memory and copies the tensor into it on the calling thread:
+    `x.pin_memory().to(device, non_blocking=True)` can be up to twice as slow as a plain
+    `.to(device)`.
+
+    ## Example
+    ```python
+    x = x.pin_memory().to(device, non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, pin_memory=True)  # pinned in a background thread
+    x = x.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP203"
+    name = "pin-memory-on-main-thread"
+    severity = Severity.WARNING
+
+
+@register
+class ItemInHotLoop(Rule):
+    """## What it does
+    Flags `.item()` and `.tolist()` on a tensor inside the hot loop.
+
+    ## Why is this bad?
+    Reading a value on the host waits for every queued kernel to finish: the GPU runs dry
+    at every step while Python waits, then waits again for the next batch.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        ...
+        total += loss.item()
+    ```
+
+    ## Use instead
+    ```python
+    total = torch.zeros((), device=device)
+    for x, y in loader:
+        ...
+        total += loss.detach()
+    print(total.item())
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP204"
+    name = "item-in-hot-loop"
+    severity = Severity.WARNING
+
+
+@register
+class DeviceToHostInHotLoop(Rule):
+    """## What it does
+    Flags `.cpu()` and `.numpy()` on a tensor inside the hot loop.
+
+    ## Why is this bad?
+    A device-to-host copy synchronizes with the GPU at every step, and moves data that is
+    usually only needed once per epoch.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        preds.append(model(x).argmax(1).cpu())
+    ```
+
+    ## Use instead
+    Keep results on the device (`torch.cat` them) and copy once after the loop.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP205"
+    name = "device-to-host-in-hot-loop"
+    severity = Severity.WARNING
+
+
+@register
+class ImplicitSyncInHotLoop(Rule):
+    """## What it does
+    Flags `float(t)`, `int(t)`, `bool(t)`, `print(t)` and `if t:` on a tensor inside the hot
+    loop.
+
+    ## Why is this bad?
+    Each one reads the tensor's value on the host, which waits for the GPU to finish all
+    queued work: a hidden synchronization at every step.
+
+    ## Example
+    ```python
+    if loss > 10:
+        break
+    ```
+
+    ## Use instead
+    Check such conditions every N steps, or keep the test on the device
+    (`torch.where`, masking).
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP206"
+    name = "implicit-sync-in-hot-loop"
+    severity = Severity.WARNING
+
+
+@register
+class SynchronizeInHotLoop(Rule):
+    """## What it does
+    Flags `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` inside the hot loop.
+
+    ## Why is this bad?
+    `synchronize()` stalls the CPU until the GPU is idle at every step; `empty_cache()` returns
+    cached memory to the driver only for the allocator to ask for it again, with a sync each
+    time.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        ...
+        torch.cuda.empty_cache()
+    ```
+
+    ## Use instead
+    Remove it; synchronize only when timing, outside the loop.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP207"
+    name = "synchronize-in-hot-loop"
+    severity = Severity.WARNING
+
+
+@register
+class NonBlockingHostReadBeforeSync(Rule):
+    """## What it does
+    Flags a device-to-host copy made with `non_blocking=True` whose result is read before any
+    synchronization.
+
+    ## Why is this bad?
+    The copy is only queued: the host tensor may still hold garbage (or zeros) when it is
+    read. The result is silently wrong, with no error.
+
+    ## Example
+    ```python
+    y = x.to("cpu", non_blocking=True)
+    print(y.sum())
+    ```
+
+    ## Use instead
+    ```python
+    y = x.to("cpu", non_blocking=True)
+    torch.cuda.synchronize()
+    print(y.sum())
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [A guide on good usage of non_blocking and pin_memory()](https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html)
+    """
+
+    code = "TP208"
+    name = "non-blocking-host-read-before-sync"
+    severity = Severity.ERROR
+
+
+@register
+class LossAccumulatedAsTensor(Rule):
+    """## What it does
+    Flags a loss tensor added into an accumulator across steps (`total += loss`).
+
+    ## Why is this bad?
+    The accumulator keeps a reference to every step's autograd graph, so memory grows until
+    the epoch ends (or the GPU runs out).
+
+    ## Example
+    ```python
+    total += loss
+    ```
+
+    ## Use instead
+    ```python
+    total += loss.detach()
+    ```
+
+    ## Fix safety
+    Unsafe: the accumulator no longer requires grad.
+    """
+
+    code = "TP209"
+    name = "loss-accumulated-as-tensor"
+    severity = Severity.ERROR
+
+
+@register
+class LoaderWithoutWorkers(Rule):
+    """## What it does
+    Flags a `DataLoader` with no `num_workers` (or `num_workers=0`) in a file that moves its
+    batches to an accelerator.
+
+    ## Why is this bad?
+    With no workers, loading and collating happen on the training thread: the GPU idles while
+    each batch is prepared.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, persistent_workers=True)
+    ```
+
+    ## Fix safety
+    No automatic fix: the dataset must be picklable and the right number depends on the
+    machine.
+    """
+
+    code = "TP210"
+    name = "loader-without-workers"
+    severity = Severity.INFO
+
+
+# --- runtime rules (torchport run): TP250-TP299 ------------------------------------------
+
+
+@register
+class InputStarvation(Rule):
+    """## What it does
+    Measures, per DataLoader, the time the training loop waits for the next batch against the
+    time it spends in the step, and reports loaders whose wait is a large share.
+
+    ## Why is this bad?
+    While the loop waits for data the accelerator idles; a faster GPU does not make such a
+    loop faster.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64)  # loads on the main thread
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True,
+                        persistent_workers=True)
+    ```
+    or wrap it in `torchport.DeviceLoader` to copy the next batch while the step runs.
+
+    ## Fix safety
+    No automatic fix: the right number of workers depends on the machine.
+
+    ## References
+    - The TensorBoard profiler plugin flags a DataLoader above 5 % of step time.
+    """
+
+    code = "TP250"
+    name = "input-starvation"
+    severity = Severity.WARNING
+
+
+@register
+class NonBlockingCopyFromPageable(Rule):
+    """## What it does
+    Flags, at run time, `non_blocking=True` host-to-device copies whose source is pageable
+    (not pinned) memory.
+
+    ## Why is this bad?
+    A copy from pageable memory is staged through a pinned buffer by the driver and does not
+    overlap with compute, so `non_blocking=True` buys nothing there.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64)
+    for x, y in loader:
+        x = x.to("cuda", non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - PyTorch tutorial "A guide on good usage of non_blocking and pin_memory()".
+    """
+
+    code = "TP251"
+    name = "non-blocking-copy-from-pageable"
+    severity = Severity.INFO

@@ -61,7 +61,8 @@ class DeviceLoader(Generic[B]):
         if background is None:
             # The CUDA stage needs a CUDA build; a CPU-only build that reports a "cuda" device
             # (torchport run --simulate cuda) gets the plain path on the caller's thread.
-            background = self.device.type == "cuda" and torch.version.cuda is not None
+            built = torch.version.cuda is not None or torch.version.hip is not None
+            background = self.device.type == "cuda" and built
         self.background = background
         # One side stream for the loader's whole life: a new stream per epoch would give the
         # caching allocator a new pool each time and grow reserved memory (timm#2781).
