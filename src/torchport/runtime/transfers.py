@@ -7,10 +7,14 @@ which case its result is watched until the next synchronization (read-before-syn
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+import torchport.transfer
 from torchport.findings import Fix
 from torchport.rules.dtype import Float64OnAccelerator
 from torchport.rules.transfer import NonBlockingCopyFromPageable
@@ -163,7 +167,7 @@ class TransferHandlers:
                 ),
                 site,
             )
-        if source.dtype == torch.float64:
+        if source.dtype == torch.float64 and not _issued_by_torchport_transfer():
             origin = self.o.provenance.get(source)
             made = f"; it was created at {origin} by {origin.call}" if origin else ""
             if origin is None or origin.call == "DataLoader batch":
@@ -190,3 +194,20 @@ class TransferHandlers:
 
 def _with_dtype(tensor: torch.Tensor, dtype: Any) -> torch.Tensor:
     return tensor if dtype is None else tensor.to(dtype)
+
+
+_TRANSFER_PACKAGE = str(Path(torchport.transfer.__file__).parent)
+
+
+def _issued_by_torchport_transfer() -> bool:
+    """Whether DeviceLoader or to_device made this copy.
+
+    They cast on the device right after the copy, so a float64 tensor in flight is their plan,
+    not the user's mistake; a float64 tensor that still reaches a layer is reported there.
+    """
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_TRANSFER_PACKAGE):
+            return True
+        frame = frame.f_back
+    return False
