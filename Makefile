@@ -34,7 +34,7 @@ imports: $(STAMP)
 check: lint typecheck imports test
 
 docs: $(STAMP)
-	$(BIN)/python -m torchport.tools.gendocs
+	$(BIN)/python -m torchport.rules.docs
 
 bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/check_speed.py

@@ -9,6 +9,7 @@ from typing import Any
 
 from torchport.errors import EXIT_CLEAN, UsageError
 from torchport.rules import Rule, all_rules, get
+from torchport.rules.docs import page
 
 
 def register(sub: Any) -> None:
@@ -17,13 +18,6 @@ def register(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="print every rule")
     p.add_argument("--output-format", choices=("text", "json"), default="text")
     p.set_defaults(func=run)
-
-
-def render_markdown(rule: type[Rule]) -> str:
-    """The rule's documentation page (also used to generate docs/rules/)."""
-    return (
-        f"# {rule.name} ({rule.code})\n\nDefault severity: {rule.severity.label}\n\n{rule.doc()}\n"
-    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(payload if args.all else payload[0], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n".join(render_markdown(r) for r in rules))
+        sys.stdout.write("\n".join(page(r) for r in rules))
     return EXIT_CLEAN
 
 

@@ -1,0 +1,267 @@
+"""Static detectors of device-placement mistakes (TP1xx)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.edits import add_keyword, ensure_import, insert_at
+from torchport.analyze.infer import device_of, keyword
+from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.rules import device as R
+
+_DISCARDABLE = K.DEVICE_MOVES | set(K.DTYPE_CASTS)
+_SAFE_FACTORIES = {
+    f"torch.{n}" for n in ["zeros", "ones", "empty", "full", "eye", "arange", "linspace"]
+}
+
+
+@detector(R.ToResultDiscarded)
+def to_result_discarded(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls(*_DISCARDABLE):
+        stmt = a.parents.get(call)
+        if not isinstance(stmt, ast.Expr):
+            continue
+        recv = a.info(func.value)
+        if recv is None or recv.kind != K.TENSOR:
+            continue
+        name = a.name(func.value)
+        fix = Fix(f"assign the result: `{name} = {a.name(call)}`", safety=Safety.UNSAFE)
+        if isinstance(func.value, ast.Name | ast.Attribute):
+            fix = Fix(fix.title, (insert_at(a.start(call), f"{name} = "),), Safety.UNSAFE)
+        yield R.ToResultDiscarded.finding(
+            f"`{a.name(call)}` returns a new tensor and its result is discarded: `{name}` is "
+            "unchanged (only modules move in place)",
+            a.loc(call),
+            fix,
+            variable=name,
+        )
+
+
+@detector(R.InputNotMovedToModelDevice)
+def input_not_moved(a: Analysis) -> Iterator[Finding]:
+    if not a.device_moves:
+        return
+    for call in a.calls:
+        if not isinstance(call.func, ast.Name | ast.Attribute) or not call.args:
+            continue
+        model = a.info(call.func)
+        if model is None or model.kind != K.MODULE or model.device != "accel":
+            continue
+        for arg in call.args:
+            if not isinstance(arg, ast.Name):
+                continue
+            info = a.info(arg)
+            if info is None or info.kind != K.TENSOR or info.device != "cpu" or not info.origin:
+                continue
+            where = f"`{model.target}`" if model.target else "an accelerator"
+            fix = Fix(f"move `{arg.id}` to the model's device first", safety=Safety.UNSAFE)
+            if model.target and _simple(model.target):
+                move = f".to({model.target})"
+                fix = Fix(fix.title, (insert_at(a.end(arg), move),), Safety.UNSAFE)
+            yield R.InputNotMovedToModelDevice.finding(
+                f"`{arg.id}` ({info.origin}) is still on the CPU when passed to "
+                f"`{a.name(call.func)}`, which was moved to {where}: move it with "
+                f"`{arg.id} = {arg.id}.to({model.target or 'device'})` before the call",
+                a.loc(arg),
+                fix,
+                variable=arg.id,
+            )
+
+
+def _simple(text: str) -> bool:
+    return text.replace(".", "").replace("_", "").isalnum() or (
+        text.startswith(("'", '"')) and len(text) < 20
+    )
+
+
+@detector(R.TensorCreatedInForward)
+def tensor_created_in_forward(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        method = a.forward.get(call)
+        q = a.qualname(call.func)
+        if method is None or q not in K.FACTORIES or q in ("torch.as_tensor",):
+            continue
+        if keyword(call, "device") is not None or keyword(call, "out") is not None:
+            continue
+        func = a.function_of(call)
+        fix = Fix("create it on the input's device with `device=<input>.device`")
+        if func is not None and func.name == "forward" and len(func.args.args) > 1:
+            first = func.args.args[1].arg
+            fix = Fix(
+                f"add `device={first}.device`",
+                (add_keyword(a, call, f"device={first}.device"),),
+                Safety.UNSAFE,
+            )
+        yield R.TensorCreatedInForward.finding(
+            f"`{a.name(call)}` in `{method}` creates a tensor on the CPU at every call, while "
+            "the module may run on an accelerator: pass `device=` (an input's `.device`) or "
+            "register it as a buffer in `__init__`",
+            a.loc(call),
+            fix,
+        )
+
+
+@detector(R.CpuTensorThenMoved)
+def cpu_tensor_then_moved(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("to", "cuda"):
+        inner = func.value
+        if not isinstance(inner, ast.Call):
+            continue
+        q = a.qualname(inner.func)
+        if q not in K.FACTORIES or keyword(inner, "device") is not None or call.keywords:
+            continue
+        if func.attr == "cuda":
+            if call.args:
+                continue
+            device = '"cuda"'
+        else:
+            if (
+                len(call.args) != 1
+                or device_of(a.scope(call), call.args[0], call.lineno) != "accel"
+            ):
+                continue
+            device = a.text(call.args[0])
+        safety = Safety.SAFE if q in _SAFE_FACTORIES else Safety.UNSAFE
+        end_inner, end_call = a.end(inner), a.end(call)
+        edits = (
+            add_keyword(a, inner, f"device={device}"),
+            Edit(end_inner[0], end_inner[1], end_call[0], end_call[1], ""),
+        )
+        fix = Fix(f"create it there: `device={device}`", edits, safety)
+        yield R.CpuTensorThenMoved.finding(
+            f"`{a.name(inner)}` is allocated on the CPU and then copied to {device}: "
+            f"pass `device={device}` to the factory",
+            a.loc(call),
+            fix,
+        )
+
+
+@detector(R.TensorAttributeNotBuffer)
+def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
+    for name in a.module_classes:
+        init = a.method(a.classes[name], "__init__")
+        if init is None:
+            continue
+        for stmt in ast.walk(init):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target = stmt.targets[0]
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+                continue
+            if target.value.id != "self" or not isinstance(stmt.value, ast.Call):
+                continue
+            q = a.qualname(stmt.value.func)
+            if q not in K.FACTORIES and q != "torch.from_numpy":
+                continue
+            start, value_start = a.start(stmt), a.start(stmt.value)
+            edits = (
+                Edit(*start, *value_start, f'self.register_buffer("{target.attr}", '),
+                insert_at(a.end(stmt.value), ")"),
+            )
+            yield R.TensorAttributeNotBuffer.finding(
+                f"`self.{target.attr}` in `{name}.__init__` is a plain tensor attribute: "
+                f"`{name}().to(device)` leaves it on the CPU; use "
+                f'`self.register_buffer("{target.attr}", ...)`',
+                a.loc(stmt),
+                Fix(
+                    f'register it: `self.register_buffer("{target.attr}", ...)`',
+                    edits,
+                    Safety.UNSAFE,
+                ),
+            )
+
+
+@detector(R.ModulesInPlainContainer)
+def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
+    for name in a.module_classes:
+        for node in ast.walk(a.classes[name]):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+                continue
+            if target.value.id != "self":
+                continue
+            wrapper = _container_wrapper(a, node.value)
+            if wrapper is None:
+                continue
+            nn, imports = ensure_import(a, "torch.nn")
+            edits = (
+                *imports,
+                insert_at(a.start(node.value), f"{nn}.{wrapper}("),
+                insert_at(a.end(node.value), ")"),
+            )
+            kind = "parameters" if wrapper.startswith("Parameter") else "submodules"
+            yield R.ModulesInPlainContainer.finding(
+                f"`self.{target.attr}` in `{name}` holds {kind} in a plain "
+                f"{'dict' if 'Dict' in wrapper else 'list'}: `.to(device)`, `parameters()` and "
+                f"`state_dict()` do not see them; wrap it in `nn.{wrapper}`",
+                a.loc(node),
+                Fix(f"wrap it in `nn.{wrapper}`", edits, Safety.UNSAFE),
+            )
+
+
+def _container_wrapper(a: Analysis, value: ast.expr) -> str | None:
+    """ModuleList/ModuleDict/ParameterList/ParameterDict when every element is one."""
+    if isinstance(value, ast.List | ast.Tuple) and value.elts:
+        elements, suffix = list(value.elts), "List"
+        if isinstance(value, ast.Tuple):
+            return None
+    elif isinstance(value, ast.ListComp):
+        elements, suffix = [value.elt], "List"
+    elif isinstance(value, ast.Dict) and value.values:
+        keys_ok = all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys)
+        if not keys_ok:
+            return None
+        elements, suffix = list(value.values), "Dict"
+    else:
+        return None
+    infos = [a.info(e) for e in elements]
+    if all(i is not None and i.kind == K.MODULE for i in infos):
+        return f"Module{suffix}"
+    if all(i is not None and i.cls == "Parameter" for i in infos):
+        return f"Parameter{suffix}"
+    return None
+
+
+@detector(R.TorchLoadWithoutMapLocation)
+def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
+    for call in a.call_named("torch.load"):
+        if (
+            keyword(call, "map_location")
+            or len(call.args) > 1
+            or any(k.arg is None for k in call.keywords)
+        ):
+            continue
+        fix = Fix(
+            'load onto the CPU: `map_location="cpu"`',
+            (add_keyword(a, call, 'map_location="cpu"'),),
+            Safety.UNSAFE,
+        )
+        yield R.TorchLoadWithoutMapLocation.finding(
+            f"`{a.name(call)}` restores tensors on the device they were saved from: "
+            'pass `map_location="cpu"` (or the target device)',
+            a.loc(call),
+            fix,
+        )
+
+
+@detector(R.NumpyOfDeviceTensor)
+def numpy_of_device_tensor(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("numpy"):
+        recv = a.info(func.value)
+        if recv is None or recv.kind != K.TENSOR or recv.device != "accel" or call.args:
+            continue
+        name = a.name(func.value)
+        yield R.NumpyOfDeviceTensor.finding(
+            f"`{name}` may be on an accelerator (moved to `{recv.target or 'cuda'}`): "
+            f"`.numpy()` fails there; call `{name}.cpu().numpy()`",
+            a.loc(call),
+            Fix(
+                "copy it to the host first: `.cpu().numpy()`",
+                (insert_at(a.end(func.value), ".cpu()"),),
+            ),
+        )

@@ -1,0 +1,370 @@
+"""Static detectors of dtype, precision and AMP mistakes (TP3xx)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.context import Func, walk_local
+from torchport.analyze.edits import (
+    add_first_argument,
+    add_keyword,
+    ensure_import,
+    insert_at,
+    replace_node,
+)
+from torchport.analyze.infer import keyword
+from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.rules import dtype as R
+
+_TO_TENSOR = ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
+_CASTS = ("float", "half", "bfloat16", "to", "type")
+
+
+@detector(R.NumpyFloat64ToTensor)
+def numpy_float64_to_tensor(a: Analysis) -> Iterator[Finding]:
+    for call in a.call_named(*_TO_TENSOR):
+        if not call.args or keyword(call, "dtype") is not None:
+            continue
+        arg = a.info(call.args[0])
+        if arg is None or arg.kind != K.NDARRAY or arg.dtype != "float64":
+            continue
+        parent = a.parents.get(call)
+        if isinstance(parent, ast.Attribute) and parent.attr in _CASTS:
+            continue
+        if _cast_later(a, call):
+            continue
+        origin = f" (from {arg.origin})" if arg.origin else ""
+        yield R.NumpyFloat64ToTensor.finding(
+            f"`{a.name(call)}` makes a float64 tensor from NumPy data{origin}: models expect "
+            "float32; add `.float()` (or `dtype=torch.float32`)",
+            a.loc(call),
+            Fix(
+                "cast to float32: `.float()`", (insert_at(a.end(call), ".float()"),), Safety.UNSAFE
+            ),
+        )
+
+
+def _cast_later(a: Analysis, call: ast.Call) -> bool:
+    """The tensor is assigned to a name that is cast to float32 later in the same function."""
+    stmt = a.parents.get(call)
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return False
+    target = stmt.targets[0]
+    if not isinstance(target, ast.Name):
+        return False
+    owner = a.function_of(stmt) or a.tree
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr in _CASTS
+        and isinstance(n.value, ast.Name)
+        and n.value.id == target.id
+        and n.lineno > stmt.lineno
+        for n in walk_local(owner)
+    )
+
+
+@detector(R.Float64OnAccelerator)
+def float64_on_accelerator(a: Analysis) -> Iterator[Finding]:
+    if not a.uses_accelerator:
+        return
+    # Judged per function: a test helper using float64 for gradcheck in a file that also
+    # has GPU code elsewhere is not "code that runs on an accelerator".
+    accelerated = {a.function_of(call) for call, _ in a.device_moves}
+    for call, func in a.method_calls("double"):
+        info = a.info(func.value)
+        if call.args or info is None or info.kind not in (K.TENSOR, K.MODULE):
+            continue
+        if info.device == "accel" or a.function_of(call) in accelerated:
+            yield _f64(a, call, f"`{a.name(call)}`")
+    for call in a.calls:
+        dtype = keyword(call, "dtype")
+        if dtype is None or a.qualname(dtype) not in ("torch.float64", "torch.double"):
+            continue
+        info = a.info(call)
+        on_device = info is not None and info.device == "accel"
+        if on_device or a.function_of(call) in accelerated:
+            yield _f64(a, dtype, f"`dtype={a.text(dtype)}` in `{a.name(call)}`")
+
+
+def _f64(a: Analysis, node: ast.AST, what: str) -> Finding:
+    return R.Float64OnAccelerator.finding(
+        f"{what} uses float64 in code that runs on an accelerator, where float64 is many "
+        "times slower (and unsupported on MPS): use float32",
+        a.loc(node),
+        Fix("use float32"),
+    )
+
+
+_FLOAT_LAYERS = {
+    f"torch.nn.{n}"
+    for n in [
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "LayerNorm",
+        "BatchNorm1d",
+        "BatchNorm2d",
+    ]
+}
+
+
+@detector(R.IntegerInputToFloatLayer)
+def integer_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        layer = a.info(call.func)
+        if layer is None or layer.kind != K.MODULE or f"torch.nn.{layer.cls}" not in _FLOAT_LAYERS:
+            continue
+        if not call.args:
+            continue
+        arg = call.args[0]
+        info = a.info(arg)
+        if info is None or info.kind != K.TENSOR or not K.is_int(info.dtype):
+            continue
+        yield R.IntegerInputToFloatLayer.finding(
+            f"`{a.name(arg)}` is an {info.dtype} tensor passed to `{a.name(call.func)}` "
+            f"(nn.{layer.cls}), which needs floating-point input: cast it with `.float()`",
+            a.loc(arg),
+            Fix("cast it: `.float()`", (insert_at(a.end(arg), ".float()"),), Safety.UNSAFE),
+        )
+
+
+_INDEX_LOSSES = {"CrossEntropyLoss", "NLLLoss"}
+_FLOAT_LOSSES = {"BCELoss", "BCEWithLogitsLoss"}
+_FUNCTIONAL = {
+    "torch.nn.functional.cross_entropy": "CrossEntropyLoss",
+    "torch.nn.functional.nll_loss": "NLLLoss",
+    "torch.nn.functional.binary_cross_entropy": "BCELoss",
+    "torch.nn.functional.binary_cross_entropy_with_logits": "BCEWithLogitsLoss",
+}
+
+
+@detector(R.LossTargetWrongDtype)
+def loss_target_wrong_dtype(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        loss = _FUNCTIONAL.get(a.qualname(call.func) or "")
+        if loss is None:
+            crit = a.info(call.func)
+            loss = crit.cls if crit is not None and crit.kind == K.MODULE else None
+        if loss is None or len(call.args) < 2:
+            continue
+        target = call.args[1]
+        info = a.info(target)
+        if info is None or info.kind != K.TENSOR:
+            continue
+        if loss in _FLOAT_LOSSES and K.is_int(info.dtype):
+            want = "float (`.float()`)"
+        elif loss in _INDEX_LOSSES and _explicit_float_cast(target):
+            want = "int64 class indices (`.long()`)"
+        else:
+            continue
+        yield R.LossTargetWrongDtype.finding(
+            f"`{a.name(target)}` is {info.dtype} but `{loss}` needs {want} targets",
+            a.loc(target),
+            Fix(f"give {loss} {want} targets"),
+        )
+
+
+def _explicit_float_cast(node: ast.expr) -> bool:
+    """``y.float()``: class probabilities are legal float targets, a cast of indices is not."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("float", "double", "half")
+    )
+
+
+_DEPRECATED = {
+    "torch.cuda.amp.autocast": ("torch.amp.autocast", '"cuda"'),
+    "torch.cpu.amp.autocast": ("torch.amp.autocast", '"cpu"'),
+    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", '"cuda"'),
+    "torch.cuda.amp.custom_fwd": ("torch.amp.custom_fwd", 'device_type="cuda"'),
+    "torch.cuda.amp.custom_bwd": ("torch.amp.custom_bwd", 'device_type="cuda"'),
+}
+
+
+@detector(R.DeprecatedAmpApi)
+def deprecated_amp_api(a: Analysis) -> Iterator[Finding]:
+    seen: set[ast.AST] = set()
+    for call in a.calls:
+        q = a.qualname(call.func)
+        if q in _DEPRECATED:
+            seen.add(call.func)
+            yield _amp(a, call.func, q, call)
+    for node in a.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for deco in node.decorator_list:
+                q = a.qualname(deco)
+                if q in _DEPRECATED and deco not in seen:
+                    yield _amp(a, deco, q, None)
+
+
+def _amp(a: Analysis, func: ast.expr, q: str, call: ast.Call | None) -> Finding:
+    new, arg = _DEPRECATED[q]
+    torch, imports = ensure_import(a, "torch")
+    new_local = torch + new[len("torch") :]
+    edits: list[Edit] = [*imports]
+    if call is None:
+        edits.append(replace_node(a, func, f"{new_local}({arg})"))
+    elif arg.startswith("device_type"):
+        edits += [replace_node(a, func, new_local), add_keyword(a, call, arg)]
+    elif not (q.endswith("autocast") and call.args):
+        # autocast's positional parameters moved (enabled -> dtype): only keyword calls are safe
+        edits += [replace_node(a, func, new_local), add_first_argument(a, call, arg)]
+    fix = Fix(f"use `{new}({arg}, ...)`", tuple(edits) if len(edits) > len(imports) else ())
+    return R.DeprecatedAmpApi.finding(
+        f"`{a.name(func)}` ({q}) is deprecated: use `{new}({arg}, ...)`",
+        a.loc(func),
+        fix,
+    )
+
+
+def _functions(a: Analysis) -> Iterator[ast.Module | Func]:
+    """The module and every function, when the file makes a GradScaler at all."""
+    if not a.makes_scaler:
+        return
+    yield a.tree
+    for node in a.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+
+
+def _calls_in(owner: ast.AST) -> list[ast.Call]:
+    return [n for n in walk_local(owner) if isinstance(n, ast.Call)]
+
+
+def _is_scaler(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.kind == K.SCALER
+
+
+def _scaler_calls(a: Analysis, calls: list[ast.Call], method: str) -> list[ast.Call]:
+    return [
+        c
+        for c in calls
+        if isinstance(c.func, ast.Attribute)
+        and c.func.attr == method
+        and _is_scaler(a, c.func.value)
+    ]
+
+
+@detector(R.HalfModelWithGradScaler)
+def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
+    if not a.makes_scaler:
+        return
+    scaled = {a.function_of(c) for c in a.call_named(*K.GRAD_SCALERS)}
+    for call, func in a.method_calls("half"):
+        info = a.info(func.value)
+        if call.args or info is None or info.kind != K.MODULE:
+            continue
+        if a.function_of(call) not in scaled:
+            continue
+        yield R.HalfModelWithGradScaler.finding(
+            f"`{a.name(call)}` converts the model's weights to float16 in a script that uses a "
+            "GradScaler: the scaler cannot unscale float16 gradients; keep float32 weights and "
+            "use `torch.autocast`",
+            a.loc(call),
+            Fix("drop `.half()` and train under `torch.autocast`"),
+        )
+
+
+def _autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
+    for node in a.of_type(ast.With, ast.AsyncWith):
+        if isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                expr = item.context_expr
+                if isinstance(expr, ast.Call) and a.qualname(expr.func) in K.AUTOCASTS:
+                    yield node, expr
+
+
+@detector(R.BackwardInsideAutocast)
+def backward_inside_autocast(a: Analysis) -> Iterator[Finding]:
+    for block, _ in _autocast_blocks(a):
+        for stmt in block.body:
+            for node in ast.walk(stmt):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "backward"
+                    and not node.args
+                ):
+                    yield R.BackwardInsideAutocast.finding(
+                        f"`{a.name(node)}` runs inside the autocast block opened at line "
+                        f"{block.lineno}: dedent it so backward runs outside autocast",
+                        a.loc(node),
+                        Fix("move the backward call out of the `with` block"),
+                    )
+
+
+@detector(R.GradScalerWithBfloat16)
+def grad_scaler_with_bfloat16(a: Analysis) -> Iterator[Finding]:
+    scalers = list(a.call_named(*K.GRAD_SCALERS))
+    if not scalers:
+        return
+    for _, cast in _autocast_blocks(a):
+        dtype = keyword(cast, "dtype")
+        if dtype is not None and a.qualname(dtype) == "torch.bfloat16":
+            yield R.GradScalerWithBfloat16.finding(
+                f"`{a.name(cast)}` runs in bfloat16, yet the script scales the loss with a "
+                f"GradScaler (line {scalers[0].lineno}): bfloat16 does not underflow; drop "
+                "the scaler",
+                a.loc(cast),
+                Fix("remove the GradScaler; call backward() and step() directly"),
+            )
+
+
+@detector(R.OptimizerStepBypassesScaler)
+def optimizer_step_bypasses_scaler(a: Analysis) -> Iterator[Finding]:
+    for owner in _functions(a):
+        calls = _calls_in(owner)
+        scaled = _scaler_calls(a, calls, "scale")
+        if not scaled:
+            continue
+        scaler = a.text(scaled[0].func.value)  # type: ignore[attr-defined]
+        for call in calls:
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and func.attr == "step") or call.args:
+                continue
+            info = a.info(func.value)
+            if info is None or info.kind != K.OPTIMIZER:
+                continue
+            opt = a.text(func.value)
+            yield R.OptimizerStepBypassesScaler.finding(
+                f"`{opt}.step()` bypasses the GradScaler `{scaler}` that scaled the loss at "
+                f"line {scaled[0].lineno}: gradients stay scaled and inf/NaN steps are not "
+                f"skipped; call `{scaler}.step({opt})`",
+                a.loc(call),
+                Fix(
+                    f"use `{scaler}.step({opt})`",
+                    (replace_node(a, call, f"{scaler}.step({opt})"),),
+                    Safety.UNSAFE,
+                ),
+            )
+
+
+@detector(R.GradScalerWithoutUpdate)
+def grad_scaler_without_update(a: Analysis) -> Iterator[Finding]:
+    for owner in _functions(a):
+        calls = _calls_in(owner)
+        if _scaler_calls(a, calls, "update"):
+            continue
+        for call in _scaler_calls(a, calls, "step"):
+            scaler = a.text(call.func.value)  # type: ignore[attr-defined]
+            stmt = a.parents.get(call)
+            edits: tuple[Edit, ...] = ()
+            if isinstance(stmt, ast.Expr) and stmt.end_lineno == stmt.lineno:
+                indent = " " * a.start(stmt)[1]
+                edits = (insert_at((stmt.lineno + 1, 0), f"{indent}{scaler}.update()\n"),)
+            yield R.GradScalerWithoutUpdate.finding(
+                f"`{a.name(call)}` is never followed by `{scaler}.update()` in this function: "
+                "the loss scale never adapts",
+                a.loc(call),
+                Fix(f"call `{scaler}.update()` after the step", edits, Safety.UNSAFE),
+            )

@@ -1,0 +1,277 @@
+"""Static detectors of transfer and synchronization mistakes (TP2xx)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.context import walk_local
+from torchport.analyze.edits import add_keyword, ensure_import, insert_at
+from torchport.analyze.infer import device_of, has_star_kwargs, keyword
+from torchport.findings import Finding, Fix, Safety
+from torchport.rules import transfer as R
+
+
+def _loaders(a: Analysis) -> Iterator[ast.Call]:
+    for call in a.call_named("torch.utils.data.DataLoader"):
+        if not has_star_kwargs(call):
+            yield call
+
+
+@detector(R.LoaderWithoutPinMemory)
+def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
+    if not a.moves_batches:
+        return
+    for call in _loaders(a):
+        if keyword(call, "pin_memory") is not None or len(call.args) > 7:
+            continue
+        torch, imports = ensure_import(a, "torch")
+        edits = (*imports, add_keyword(a, call, f"pin_memory={torch}.cuda.is_available()"))
+        yield R.LoaderWithoutPinMemory.finding(
+            f"`{a.name(call)}` does not pin its batches, and this file copies them to an "
+            "accelerator: pageable copies are slower and cannot overlap with compute; "
+            "pass `pin_memory=True`",
+            a.loc(call),
+            Fix("pin batches: `pin_memory=torch.cuda.is_available()`", edits),
+        )
+
+
+@detector(R.LoaderWithoutWorkers)
+def loader_without_workers(a: Analysis) -> Iterator[Finding]:
+    if not a.moves_batches:
+        return
+    for call in _loaders(a):
+        workers = keyword(call, "num_workers")
+        if len(call.args) > 5 or (workers is not None and not _is_zero(workers)):
+            continue
+        yield R.LoaderWithoutWorkers.finding(
+            f"`{a.name(call)}` loads batches on the training thread (no `num_workers`) while "
+            "the accelerator waits: set `num_workers` (e.g. 4) and `persistent_workers=True`",
+            a.loc(workers or call),
+            Fix("set `num_workers=4, persistent_workers=True`"),
+        )
+
+
+def _is_zero(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 0
+
+
+def _is_tensor(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.kind == K.TENSOR
+
+
+@detector(R.CopyWithoutNonBlocking)
+def copy_without_non_blocking(a: Analysis) -> Iterator[Finding]:
+    for call, info in a.device_moves:
+        if not a.is_hot(call) or keyword(call, "non_blocking") is not None:
+            continue
+        if info is None or info.kind != K.TENSOR or not info.batch or info.device == "accel":
+            continue
+        if len(call.args) > 1 or has_star_kwargs(call):
+            continue
+        if isinstance(a.parents.get(call), ast.Expr):
+            continue  # a discarded result is TP101's finding; the copy itself is moot
+        assert isinstance(call.func, ast.Attribute)
+        name = a.name(call.func.value)
+        yield R.CopyWithoutNonBlocking.finding(
+            f"`{a.name(call)}` copies `{name}` to the device in the hot loop and blocks until "
+            "the copy is done: pass `non_blocking=True` (with a pinned-memory loader)",
+            a.loc(call),
+            Fix(
+                "add `non_blocking=True`",
+                (add_keyword(a, call, "non_blocking=True"),),
+                Safety.UNSAFE,
+            ),
+        )
+
+
+@detector(R.PinMemoryOnMainThread)
+def pin_memory_on_main_thread(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("pin_memory"):
+        parent = a.parents.get(call)
+        chained = isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda")
+        if not (chained or (a.is_hot(call) and _is_tensor(a, func.value))):
+            continue
+        yield R.PinMemoryOnMainThread.finding(
+            f"`{a.name(call)}` pins `{a.name(func.value)}` on the training thread, which can "
+            "make the copy slower than a plain `.to()`: let the DataLoader pin "
+            "(`pin_memory=True`) in its background thread",
+            a.loc(call),
+            Fix("drop `.pin_memory()` and pass `pin_memory=True` to the DataLoader"),
+        )
+
+
+@detector(R.ItemInHotLoop)
+def item_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("item", "tolist"):
+        if call.args or not a.is_hot(call) or not _is_tensor(a, func.value):
+            continue
+        if not _maybe_on_device(a, func.value):
+            continue
+        yield R.ItemInHotLoop.finding(
+            f"`{a.name(call)}` in the hot loop waits for the GPU at every step: accumulate on "
+            "the device (`.detach()`) and read the value once per epoch or every N steps",
+            a.loc(call),
+            Fix("keep it on the device and read it less often"),
+        )
+
+
+@detector(R.DeviceToHostInHotLoop)
+def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("cpu", "numpy"):
+        if call.args or not a.is_hot(call) or not _is_tensor(a, func.value):
+            continue
+        info = a.info(func.value)
+        if info is not None and info.device == "cpu":
+            continue
+        yield R.DeviceToHostInHotLoop.finding(
+            f"`{a.name(call)}` in the hot loop copies to the host and synchronizes at every "
+            "step: keep results on the device and copy once after the loop",
+            a.loc(call),
+            Fix("collect on the device; copy after the loop"),
+        )
+
+
+_COERCE = ("float", "int", "bool", "print")
+
+
+@detector(R.ImplicitSyncInHotLoop)
+def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        func = call.func
+        if not (isinstance(func, ast.Name) and func.id in _COERCE and func.id not in a.imports):
+            continue
+        if not a.is_hot(call) or not call.args:
+            continue
+        for arg in call.args:
+            if _is_tensor(a, arg) and _maybe_on_device(a, arg):
+                yield _sync(a, call, f"`{func.id}({a.name(arg)})`")
+                break
+    for node in a.hot:
+        test = node.test if isinstance(node, ast.If | ast.While) else None
+        if test is not None and _is_tensor(a, test) and _maybe_on_device(a, test):
+            yield _sync(a, test, f"`if {a.name(test)}:`")
+
+
+def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.device != "cpu"
+
+
+def _sync(a: Analysis, node: ast.AST, what: str) -> Finding:
+    return R.ImplicitSyncInHotLoop.finding(
+        f"{what} in the hot loop reads a tensor's value on the host, which waits for the GPU "
+        "at every step: keep it on the device or check it every N steps",
+        a.loc(node),
+        Fix("avoid reading tensor values in the loop"),
+    )
+
+
+@detector(R.SynchronizeInHotLoop)
+def synchronize_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    wanted = ("torch.cuda.synchronize", "torch.cuda.empty_cache", "torch.mps.synchronize")
+    for call in a.call_named(*wanted):
+        if a.is_hot(call):
+            yield R.SynchronizeInHotLoop.finding(
+                f"`{a.name(call)}` in the hot loop stalls the CPU until the GPU is idle at "
+                "every step: remove it (synchronize only to time, outside the loop)",
+                a.loc(call),
+                Fix("remove it from the loop"),
+            )
+
+
+@detector(R.NonBlockingHostReadBeforeSync)
+def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("to", "cpu"):
+            continue
+        flag = keyword(call, "non_blocking")
+        if not (isinstance(flag, ast.Constant) and flag.value is True):
+            continue
+        if func.attr == "to":
+            target = keyword(call, "device") or (call.args[0] if call.args else None)
+            if device_of(a.scope(call), target, call.lineno) != "cpu":
+                continue
+        stmt = a.parents.get(call)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target_name = stmt.targets[0]
+        if isinstance(target_name, ast.Name):
+            read = _first_read_before_sync(a, stmt, target_name.id)
+            if read is not None:
+                yield R.NonBlockingHostReadBeforeSync.finding(
+                    f"`{target_name.id}` is copied to the host with `non_blocking=True` at line "
+                    f"{call.lineno} and read at line {read.lineno} before any synchronization: "
+                    "it may hold stale data; call `torch.cuda.synchronize()` (or an event's "
+                    "`synchronize()`) first",
+                    a.loc(read),
+                    Fix("synchronize before reading it"),
+                )
+
+
+def _first_read_before_sync(a: Analysis, stmt: ast.Assign, name: str) -> ast.Name | None:
+    """The first read of ``name`` in the statements that follow ``stmt`` in its own block.
+
+    Only the straight-line rest of the block is followed: a read in another branch (an
+    ``elif``) never runs after the copy, and silence beats a guess.
+    """
+    parent = a.parents.get(stmt)
+    blocks = (getattr(parent, name, []) for name in ("body", "orelse", "finalbody"))
+    body: list[ast.stmt] = next((b for b in blocks if stmt in b), [])
+    for following in body[body.index(stmt) + 1 :] if body else []:
+        events: list[tuple[int, int, ast.expr]] = []
+        for node in ast.walk(following):
+            is_read = isinstance(node, ast.Name) and node.id == name
+            is_sync = isinstance(node, ast.Call) and getattr(node.func, "attr", "") in _SYNCS
+            if is_read or is_sync:
+                assert isinstance(node, ast.expr)
+                events.append((node.lineno, node.col_offset, node))
+        for _, _, node in sorted(events, key=lambda e: (e[0], e[1])):
+            if isinstance(node, ast.Call):
+                return None
+            assert isinstance(node, ast.Name)
+            return node if isinstance(node.ctx, ast.Load) else None
+    return None
+
+
+_SYNCS = ("synchronize", "wait", "wait_stream", "wait_event")
+
+
+@detector(R.LossAccumulatedAsTensor)
+def loss_accumulated_as_tensor(a: Analysis) -> Iterator[Finding]:
+    for node in a.hot:
+        if not (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add)):
+            continue
+        value = node.value
+        if not isinstance(value, ast.Name) or not _is_loss(a, value):
+            continue
+        yield R.LossAccumulatedAsTensor.finding(
+            f"`{a.name(node.target)} += {value.id}` keeps every step's autograd graph alive "
+            f"through `{a.name(node.target)}`: add `{value.id}.detach()` instead",
+            a.loc(node),
+            Fix(
+                f"add `{value.id}.detach()`", (insert_at(a.end(value), ".detach()"),), Safety.UNSAFE
+            ),
+        )
+
+
+def _is_loss(a: Analysis, name: ast.Name) -> bool:
+    """A tensor named in a ``.backward()`` call, or the output of a ``*Loss`` module."""
+    info = a.info(name)
+    if info is None or info.kind != K.TENSOR:
+        return False
+    if info.cls is not None and info.cls.endswith("Loss"):
+        return True
+    owner = a.function_of(name) or a.tree
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "backward"
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == name.id
+        for n in walk_local(owner)
+    )

@@ -1,0 +1,249 @@
+"""One parsed file: imports resolved, parents known, and what each name holds (best effort).
+
+Inference is deliberately small and conservative: a name gets a kind (tensor, module, loader,
+device, ndarray...) only when an assignment, loop, annotation or same-file definition makes it
+evident. Anything else is ``None`` and rules stay silent about it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from torchport.analyze import kinds as K
+from torchport.analyze.fixer import char_column
+
+if TYPE_CHECKING:
+    from torchport.analyze.scope import Scope
+
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+_LINE_END = re.compile(r"\r\n|\r|\n")
+Info = K.Info
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+class FileContext:
+    """Everything rules need about one file; built once, shared by every detector."""
+
+    def __init__(self, source: str, path: str, tree: ast.Module | None = None) -> None:
+        self.source, self.path = source, path
+        self.tree = tree if tree is not None else ast.parse(source)
+        # ast counts only \n, \r\n and \r as line ends (str.splitlines also splits on \f...)
+        self.lines = _LINE_END.split(source)
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.imports: dict[str, str] = {}
+        self.calls: list[ast.Call] = []
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.functions: dict[str, Func] = {}
+        self.nodes: dict[type[ast.AST], list[ast.AST]] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+            self.nodes.setdefault(type(node), []).append(node)
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                self._add_import(node)
+            elif isinstance(node, ast.ClassDef):
+                self.classes.setdefault(node.name, node)
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.functions[stmt.name] = stmt
+        self._scopes: dict[ast.AST, Scope] = {}
+        self._returns: dict[ast.AST, Info | None] = {}
+        self._attrs: dict[tuple[ast.ClassDef, str], Info | None] = {}
+        self._class_attrs: dict[ast.ClassDef, dict[str, list[tuple[ast.stmt, ast.expr]]]] = {}
+
+    # -- imports and names ---------------------------------------------------------------
+    def _add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    self.imports[root] = root
+        elif node.module and not node.level:
+            for alias in node.names:
+                self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        """``torch.nn.Linear`` for ``nn.Linear`` after ``from torch import nn``; else None."""
+        if isinstance(expr, ast.Name):
+            found = self.imports.get(expr.id)
+            return None if found is None else K.canonical(found)
+        if isinstance(expr, ast.Attribute):
+            base = self.qualname(expr.value)
+            return None if base is None else K.canonical(f"{base}.{expr.attr}")
+        return None
+
+    def alias_for(self, qualified: str) -> str | None:
+        """The local spelling of a module/object, e.g. ``nn`` for torch.nn; None if absent."""
+        best: str | None = None
+        for local, target in self.imports.items():
+            if target == qualified:
+                return local
+            if qualified.startswith(target + ".") and best is None:
+                best = local + qualified[len(target) :]
+        return best
+
+    # -- structure -----------------------------------------------------------------------
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        while node in self.parents:
+            node = self.parents[node]
+            yield node
+
+    def function_of(self, node: ast.AST) -> Func | None:
+        for up in self.ancestors(node):
+            if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef):
+                return up
+        return None
+
+    def class_of(self, func: ast.AST) -> ast.ClassDef | None:
+        parent = self.parents.get(func)
+        return parent if isinstance(parent, ast.ClassDef) else None
+
+    def base_names(self, cls: ast.ClassDef) -> set[str]:
+        """Qualified (or local, for same-file classes) names of a class's bases, transitively."""
+        out: set[str] = set()
+        for base in cls.bases:
+            q = self.qualname(base)
+            if q:
+                out.add(q)
+            elif isinstance(base, ast.Name) and base.id in self.classes:
+                parent = self.classes[base.id]
+                if parent is not cls:
+                    out |= self.base_names(parent) | {base.id}
+        return out
+
+    @cached_property
+    def module_classes(self) -> set[str]:
+        return {n for n, c in self.classes.items() if self.base_names(c) & K.MODULE_BASES}
+
+    @cached_property
+    def dataset_classes(self) -> set[str]:
+        return {n for n, c in self.classes.items() if self.base_names(c) & K.DATASET_BASES}
+
+    def method(self, cls: ast.ClassDef, name: str) -> Func | None:
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                return stmt
+        return None
+
+    # -- positions and text --------------------------------------------------------------
+    def col(self, line: int, byte_col: int) -> int:
+        return char_column(self.lines[line - 1], byte_col) if 0 < line <= len(self.lines) else 0
+
+    def start(self, node: ast.AST) -> tuple[int, int]:
+        line: int = getattr(node, "lineno", 1)
+        return line, self.col(line, getattr(node, "col_offset", 0))
+
+    def end(self, node: ast.AST) -> tuple[int, int]:
+        end = getattr(node, "end_lineno", None)
+        line: int = end if isinstance(end, int) else getattr(node, "lineno", 1)
+        return line, self.col(line, getattr(node, "end_col_offset", None) or 0)
+
+    def text(self, node: ast.AST) -> str:
+        """The source text of ``node`` ("" when it has no position)."""
+        if getattr(node, "end_lineno", None) is None:
+            return ""
+        (line, col), (end_line, end_col) = self.start(node), self.end(node)
+        if line == end_line:
+            return self.lines[line - 1][col:end_col]
+        inner = self.lines[line : end_line - 1]
+        return "\n".join([self.lines[line - 1][col:], *inner, self.lines[end_line - 1][:end_col]])
+
+    def of_type(self, *types: type[ast.AST]) -> list[ast.AST]:
+        """Every node of these exact types, in ``ast.walk`` order."""
+        if len(types) == 1:
+            return self.nodes.get(types[0], [])
+        return [n for t in types for n in self.nodes.get(t, [])]
+
+    # -- inference -----------------------------------------------------------------------
+    def scope(self, node: ast.AST) -> Scope:
+        """The scope (function or module) that ``node`` is evaluated in."""
+        from torchport.analyze.scope import Scope
+
+        owner: ast.AST = self.function_of(node) or self.tree
+        if owner not in self._scopes:
+            self._scopes[owner] = Scope(self, owner)
+        return self._scopes[owner]
+
+    def info(self, expr: ast.expr) -> Info | None:
+        """What ``expr`` evaluates to, judged at its own line; None when not evident."""
+        return self.scope(expr).infer(expr, getattr(expr, "lineno", 0))
+
+    def returns(self, func: Func) -> Info | None:
+        """The common kind of every ``return`` in a same-file function (None if they differ)."""
+        if func in self._returns:
+            return self._returns[func]
+        self._returns[func] = None  # guards recursion
+        scope = self.scope(func.body[0]) if func.body else None
+        found: list[Info | None] = [
+            scope.infer(n.value, n.lineno)
+            for n in walk_local(func)
+            if scope is not None and isinstance(n, ast.Return) and n.value is not None
+        ]
+        result = found[0] if found and all(f == found[0] for f in found) else None
+        if result is None and found and all(f is not None for f in found):
+            kinds = {f.kind for f in found if f is not None}
+            result = Info(kinds.pop()) if len(kinds) == 1 else None
+        self._returns[func] = result
+        return result
+
+    def self_attr(self, cls: ast.ClassDef, attr: str) -> Info | None:
+        """What ``self.attr`` holds, from its assignments in the class's methods."""
+        key = (cls, attr)
+        if key not in self._attrs:
+            self._attrs[key] = None  # guards recursion (self.x = self.x + 1)
+            self._attrs[key] = self._self_attr(cls, attr)
+        return self._attrs[key]
+
+    def _self_attr(self, cls: ast.ClassDef, attr: str) -> Info | None:
+        found = [
+            self.scope(node).infer(value, node.lineno)
+            for node, value in self._attr_assignments(cls).get(attr, [])
+        ]
+        if found and all(f is not None and f.kind == found[0].kind for f in found):  # type: ignore[union-attr]
+            return found[-1]
+        return None
+
+    def _attr_assignments(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
+        """``self.<attr> = value`` statements in the class's methods, by attribute (cached)."""
+        if cls in self._class_attrs:
+            return self._class_attrs[cls]
+        table: dict[str, list[tuple[ast.stmt, ast.expr]]] = {}
+        for stmt in cls.body:
+            if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in walk_local(stmt):
+                if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        if _is_self_attr(target, None):
+                            assert isinstance(target, ast.Attribute)
+                            table.setdefault(target.attr, []).append((node, node.value))
+        self._class_attrs[cls] = table
+        return table
+
+
+def _is_self_attr(target: ast.expr, attr: str | None) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and (attr is None or target.attr == attr)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def walk_local(root: ast.AST) -> Iterator[ast.AST]:
+    """Nodes under ``root`` without entering nested functions, classes or lambdas."""
+    stack = list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _NESTED):
+            stack.extend(ast.iter_child_nodes(node))

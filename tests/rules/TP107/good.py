@@ -1,0 +1,4 @@
+import torch
+
+state = torch.load("model.pt", map_location="cpu")
+other = torch.load("model.pt", "cpu")

@@ -1,0 +1,7 @@
+import os
+
+import torch
+
+local_rank = int(os.environ.get("LOCAL_RANK", 0))
+device = torch.device("cuda", local_rank)
+torch.cuda.set_device(local_rank)

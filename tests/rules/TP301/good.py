@@ -1,0 +1,10 @@
+import numpy as np
+import torch
+
+x = torch.from_numpy(np.random.rand(64, 20)).float()
+data = np.zeros((4, 4), dtype=np.float32)
+t = torch.tensor(data)
+labels = torch.from_numpy(np.array([1, 2, 3]))
+v = torch.tensor(np.random.rand(3), dtype=torch.float32)
+y = torch.from_numpy(np.random.rand(5))
+y = y.float()

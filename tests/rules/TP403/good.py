@@ -1,0 +1,12 @@
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(dataset, epochs):
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            pass
+    eval_sampler = DistributedSampler(dataset, shuffle=False)
