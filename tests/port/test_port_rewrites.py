@@ -290,3 +290,19 @@ def test_distributed_script_without_main_guard_sets_up_and_tears_down_at_module_
     assert "batch_size=4 // dist.get_world_size()" in after
     assert "    loader.sampler.set_epoch(epoch)" in lines
     assert 'if RANK == 0:\n    torch.save(model.state_dict(), "model.pt")\ndist.barrier()' in after
+
+
+def test_float64_numpy_calls_passed_straight_to_torch_are_cast_to_float32() -> None:
+    out, _ = port(
+        """
+        import numpy as np
+        import torch
+        rng = np.random.default_rng(0)
+        x = torch.from_numpy(rng.standard_normal((4, 3)))
+        y = torch.tensor(np.zeros(3))
+        z = torch.from_numpy(np.zeros(3, dtype=np.float32))
+        """
+    )
+    assert "torch.from_numpy(rng.standard_normal((4, 3))).float()" in out
+    assert "torch.tensor(np.zeros(3)).float()" in out
+    assert "torch.from_numpy(np.zeros(3, dtype=np.float32))\n" in out

@@ -70,8 +70,8 @@ def unified_diff(path: str, before: str, after: str) -> str:
         difflib.unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
+            fromfile=f"a/{path.lstrip('/')}",
+            tofile=f"b/{path.lstrip('/')}",
         )
     )
 

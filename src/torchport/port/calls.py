@@ -14,7 +14,7 @@ from libcst.metadata import PositionProvider
 
 from torchport.findings import Finding, Location, Severity
 from torchport.port import snippets
-from torchport.port.facts import Facts, qualified, target_key
+from torchport.port.facts import NUMPY_ENTRIES, Facts, qualified, target_key
 from torchport.port.options import PortOptions
 from torchport.port.scopes import Scope
 from torchport.rules.device import UndecidableDevicePlacement
@@ -26,7 +26,6 @@ FACTORIES = frozenset(
         "linspace", "logspace", "eye", "tensor", "as_tensor",
     )
 )  # fmt: skip
-NUMPY_ENTRIES = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor"})
 LEGACY = frozenset(
     {"torch.FloatTensor", "torch.LongTensor", "torch.DoubleTensor", "torch.Tensor",
      "torch.set_default_tensor_type", "torch.cuda.FloatTensor", "torch.cuda.LongTensor"}
@@ -195,6 +194,8 @@ class CallRewrites(cst.CSTTransformer):
         if id(call) in self._cast_already or not call.args or len(call.args) > 1:
             return False
         data = call.args[0].value
+        if id(data) in self.facts.float64_entries:
+            return True
         if isinstance(data, cst.Subscript):
             data = data.value
         return target_key(data) in self.facts.float64_keys

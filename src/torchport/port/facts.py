@@ -34,6 +34,8 @@ FLOAT64_PRODUCERS = frozenset(
         "exp",
     )
 )
+# Where NumPy data enters torch.
+NUMPY_ENTRIES = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor"})
 # Methods of numpy.random.Generator that produce float64.
 RNG_FLOAT64_METHODS = frozenset({"standard_normal", "normal", "random", "uniform"})
 NOT_MODULES = frozenset({"Parameter", "DistributedDataParallel", "ParameterList", "ParameterDict"})
@@ -76,6 +78,8 @@ class Facts:
     loader_names: set[str] = field(default_factory=set)
     device_loader_names: set[str] = field(default_factory=set)
     float64_keys: set[str] = field(default_factory=set)
+    # ids of float64 NumPy expressions passed straight into torch (``torch.from_numpy(np.ones(3))``)
+    float64_entries: set[int] = field(default_factory=set)
     parameter_owners: set[str] = field(default_factory=set)
     helpers_of_modules: set[str] = field(default_factory=set)
     moved_names: set[str] = field(default_factory=set)  # ``model.to(...)`` as a statement
@@ -190,6 +194,10 @@ class FactsVisitor(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if len(node.args) == 1 and qualified(self, func) in NUMPY_ENTRIES:
+            data = node.args[0].value
+            if not isinstance(data, (cst.Name, cst.Attribute)) and self._is_float64(data):
+                self.facts.float64_entries.add(id(data))
         if isinstance(func, cst.Attribute) and func.attr.value in MODEL_METHODS:
             key = target_key(func.value)
             if key is not None:
