@@ -9,6 +9,7 @@ outside the temporary folder is written.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 import tempfile
@@ -34,22 +35,27 @@ def main() -> int:
     example = Path(str(files("torchport.examples") / "cpu_training.py"))
     worst = 0
     with tempfile.TemporaryDirectory(prefix="torchport-demo-") as tmp:
-        script = Path(tmp) / "cpu_training.py"
-        shutil.copyfile(example, script)
+        shutil.copyfile(example, Path(tmp) / "cpu_training.py")
+        script = "cpu_training.py"  # run from the copy's folder, so paths read as in a project
         steps: list[tuple[str, str, list[str]]] = [
             ("doctor", "is a GPU usable here, and if not, why?", ["doctor"]),
-            ("check", "what would break or be slow on a GPU?", ["check", str(script)]),
-            ("port", "the device-agnostic rewrite, as a diff", ["port", str(script)]),
-            ("port", "apply it", ["port", "--write", str(script)]),
+            ("check", "what would break or be slow on a GPU?", ["check", script]),
+            ("port", "the device-agnostic rewrite, as a diff", ["port", script]),
+            ("port", "apply it", ["port", "--write", script]),
             (
                 "run",
                 "run the ported script on a simulated GPU",
-                ["run", "--simulate", "cuda", str(script)],
+                ["run", "--simulate", "cuda", script],
             ),
         ]
-        for command, title, argv in steps:
-            if _available(command):
-                worst = max(worst, _step(title, argv))
+        here = os.getcwd()
+        os.chdir(tmp)
+        try:
+            for command, title, argv in steps:
+                if _available(command):
+                    worst = max(worst, _step(title, argv))
+        finally:
+            os.chdir(here)
     # Findings (exit 1) are the point of a demo; only a tool error (2) fails it.
     return 2 if worst >= 2 else 0
 
