@@ -11,6 +11,7 @@ from __future__ import annotations
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 class TorchportError(Exception):

@@ -22,23 +22,23 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
     todo: list[Func] = []
     for node in ast.walk(ctx.tree):
         if isinstance(node, _LOOPS) and node not in hot and _is_hot(ctx, node):
-            for stmt in node.body:
-                for inner in ast.walk(stmt):
-                    hot.add(inner)
-                    if isinstance(inner, ast.Call):
-                        todo.extend(_callees(ctx, inner))
+            _mark(ctx, node.body, hot, todo)
     seen: set[Func] = set()
     while todo:
         func = todo.pop()
-        if func in seen:
-            continue
-        seen.add(func)
-        for stmt in func.body:
-            for inner in ast.walk(stmt):
-                hot.add(inner)
-                if isinstance(inner, ast.Call):
-                    todo.extend(_callees(ctx, inner))
+        if func not in seen:
+            seen.add(func)
+            _mark(ctx, func.body, hot, todo)
     return hot
+
+
+def _mark(ctx: FileContext, body: list[ast.stmt], hot: set[ast.AST], todo: list[Func]) -> None:
+    """Add every node of ``body`` to ``hot`` and the same-file functions it calls to ``todo``."""
+    for stmt in body:
+        for inner in ast.walk(stmt):
+            hot.add(inner)
+            if isinstance(inner, ast.Call):
+                todo.extend(_callees(ctx, inner))
 
 
 def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:

@@ -13,11 +13,10 @@ import traceback
 
 from torchport._version import __version__
 from torchport.cli._common import Parser
-from torchport.errors import EXIT_ERROR, TorchportError
+from torchport.errors import EXIT_ERROR, EXIT_INTERRUPTED, TorchportError
 
 # Each module registers one subcommand; they import torch lazily, so --help stays fast.
 SUBCOMMANDS = ("check", "port", "run", "doctor", "bench", "rule")
-EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> Parser:

@@ -15,9 +15,7 @@ import sys
 from typing import Any
 
 from torchport.cli._common import add_output_options
-from torchport.errors import EXIT_FINDINGS, UsageError
-
-EXIT_INTERRUPTED = 130
+from torchport.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError
 
 
 def register(sub: Any) -> None:

@@ -11,12 +11,12 @@ import runpy
 import sys
 import traceback
 
+from torchport.errors import EXIT_INTERRUPTED
 from torchport.runtime.sites import _SKIPPED_DIRS, ignore_file
 from torchport.runtime.watch import watch
 
 _TORCHPORT_DIR = next(d for d in _SKIPPED_DIRS if d.rstrip(os.sep).endswith("torchport"))
 _RUNPY = os.path.abspath(runpy.__file__)
-EXIT_INTERRUPTED = 130
 
 
 def run_program(watcher: watch, module: str | None, program: list[str]) -> int:
