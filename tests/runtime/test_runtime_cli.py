@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS
+from runtime_support import SCRIPTS
 
 from torchport.cli import main
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SCRIPTS, expected, found, run_script
+from runtime_support import SCRIPTS, expected, found, run_script
 
 # script -> the modes it runs in (None = the plain CPU, "cuda" = --simulate cuda)
 BAD = {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import SCRIPTS, run_script
+from runtime_support import SCRIPTS, run_script
 from torch import nn
 from torch.nn.modules import module as module_hooks
 from torch.utils.data import DataLoader, TensorDataset, dataloader

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import torch
 
 _CPU = torch.device("cpu")
+_make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
 SYNC_HOOKS: list[Callable[[str], None]] = []
@@ -40,7 +41,7 @@ class SimTensor(torch.Tensor):
     def __new__(
         cls, inner: torch.Tensor, device: torch.device, requires_grad: bool = False
     ) -> SimTensor:
-        wrapper = torch.Tensor._make_wrapper_subclass(
+        wrapper = _make_wrapper(
             cls,
             inner.size(),
             strides=inner.stride(),
@@ -101,7 +102,12 @@ class SimTensor(torch.Tensor):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        # The hot path of --simulate: plain loops, no per-op allocation beyond what is needed.
+        # The hot path of --simulate: nearly every op of a model already on the simulated device
+        # takes the fast path; anything else (CPU tensors, lists of tensors, devices) is checked
+        # in full below.
+        out = _fast_dispatch(func, args, kwargs)
+        if out is not _SLOW:
+            return out
         wrappers: dict[int, SimTensor] = {}
         seen: list[tuple[int | str, torch.device, bool]] = []
         plain_args = [_unwrap(a, i, wrappers, seen) for i, a in enumerate(args)]
@@ -123,6 +129,56 @@ class SimTensor(torch.Tensor):
             existing = wrappers.get(id(out))
             return SimTensor(out, device) if existing is None else existing
         return _wrap(out, device, wrappers)
+
+
+_SLOW = object()
+
+
+def _fast_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+    """``func`` on the CPU data when its only tensors are positional SimTensors on one device.
+
+    Returns ``_SLOW`` (before running anything) for every other call; results and errors are
+    the same as the full path's, which this merely short-cuts.
+    """
+    device: torch.device | None = None
+    plain_args = list(args)
+    for i, arg in enumerate(args):
+        if type(arg) is SimTensor:
+            own = arg._sim_device
+            if device is None:
+                device = own
+            elif own is not device and own != device:
+                return _SLOW
+            plain_args[i] = arg._inner
+        elif isinstance(arg, torch.Tensor) or (
+            isinstance(arg, (list, tuple)) and arg and isinstance(arg[0], torch.Tensor | None)
+        ):
+            return _SLOW
+    if device is None or (kwargs and not _plain_kwargs(kwargs)):
+        return _SLOW
+    out = func(*plain_args, **kwargs) if kwargs else func(*plain_args)
+    if _mutates_view(func):
+        with torch._C._DisableTorchDispatch():
+            func(*args, **(kwargs or {}))
+    if type(out) is torch.Tensor:
+        for arg in args:  # an in-place op hands back its own tensor: keep its wrapper
+            if type(arg) is SimTensor and arg._inner is out:
+                return arg
+        return SimTensor(out, device)
+    if out is None:
+        return None
+    wrappers = {id(arg._inner): arg for arg in args if type(arg) is SimTensor}
+    return _wrap(out, device, wrappers)
+
+
+def _plain_kwargs(kwargs: dict[str, Any]) -> bool:
+    """Whether no keyword argument holds a tensor, a list of them, or a device."""
+    for name, value in kwargs.items():
+        if name == "device" or isinstance(value, torch.Tensor):
+            return False
+        if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor | None):
+            return False
+    return True
 
 
 _VIEW_MUTATORS: dict[Any, bool] = {}
