@@ -41,9 +41,9 @@ def test_bundled_demo_gets_its_real_findings_and_no_others() -> None:
     lines = BUNDLED.read_text(encoding="utf-8").splitlines()
     reported = {(code, lines[line - 1].strip()) for line, code in _reported(BUNDLED)}
     core = {
-        ("TP301", "return torch.from_numpy(self.x[i]), torch.tensor(self.y[i])"),
-        ("TP106", "self.layers = [nn.Linear(features, hidden), nn.Linear(hidden, hidden)]"),
-        ("TP105", "self.scale = torch.ones(hidden)"),
+        ("TP301", "return torch.from_numpy(self.images[i]), torch.tensor(self.labels[i])"),
+        ("TP106", "self.blocks = ["),
+        ("TP105", "self.scale = torch.ones(channels, 1, 1)"),
         ("TP103", "noise = torch.randn(x.shape) * 0.01"),
         ("TP107", "state = torch.load(checkpoint)"),
     }

@@ -27,6 +27,7 @@ def test_demo_checks_ports_and_runs_the_bundled_example_on_a_simulated_gpu() -> 
     )
     for code in ("TP301", "TP106", "TP105", "TP103", "TP107"):
         assert code in check_part
-    # After the port: the script runs to the end with no device (TP1xx) or dtype (TP3xx) finding.
+    # After the port the script runs to the end with no finding. Input starvation (TP250) is a
+    # timing, which a loaded machine can push over its threshold: it is measured, not asserted.
     assert "epoch 2:" in run_part
-    assert not re.search(r"cpu_training\.py:\d+:\d+: TP[13]\d\d", run_part)
+    assert set(re.findall(r"\bTP\d{3}\b", run_part)) <= {"TP250"}

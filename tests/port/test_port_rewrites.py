@@ -35,11 +35,11 @@ def example() -> tuple[str, list[str]]:
         "x = x.to(device, non_blocking=True)",
         "y = y.to(device, non_blocking=True)",
         "torch.randn(x.shape, device=x.device)",
-        'self.register_buffer("scale", torch.ones(hidden), persistent=False)',
-        "self.layers = nn.ModuleList([nn.Linear(features, hidden), nn.Linear(hidden, hidden)])",
+        'self.register_buffer("scale", torch.ones(channels, 1, 1), persistent=False)',
+        "self.blocks = nn.ModuleList([\n            nn.Conv2d(1, channels, 3, padding=1),",
         "torch.load(checkpoint, map_location=device)",
         "pin_memory=torch.cuda.is_available()",
-        "torch.from_numpy(self.x[i]).float()",
+        "torch.from_numpy(self.images[i]).float()",
     ],
 )
 def test_bundled_example_gets_each_rewrite(example: tuple[str, list[str]], expected: str) -> None:

@@ -328,7 +328,8 @@ class InputStarvation(Rule):
 
     ## Why is this bad?
     While the loop waits for data the accelerator idles; a faster GPU does not make such a
-    loop faster.
+    loop faster. Under `--simulate` the step runs at CPU speed, so the share measured there is
+    a lower bound of what a real GPU will wait.
 
     ## Example
     ```python

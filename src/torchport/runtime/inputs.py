@@ -3,6 +3,13 @@
 Module inputs are checked in the global forward pre-hook; DataLoader iterators are timed by
 wrapping ``_BaseDataLoaderIter.__next__`` (restored on exit), which also labels each batch's
 tensors with the line of the loop that fetched it.
+
+Observation makes every torch call slower, and a ``num_workers=0`` loader makes many small ones
+(a ``torch.tensor`` per sample, then a collate): observed, it took about 3x its own time, which
+the starvation figures would then report as the program's. So each iterator's first batch is
+fetched observed (float64 and dtype mistakes in ``__getitem__`` are seen there, and that wait
+counts as start-up) and later batches unobserved, unless the first one used the simulated
+device, which only the observer can provide.
 """
 
 from __future__ import annotations
@@ -78,9 +85,17 @@ class LoaderTimer:
         self._original = original
         timer = self
 
+        observer = self._observer
+
         def timed_next(it: Any) -> Any:
             start = time.perf_counter()
-            batch = original(it)
+            if getattr(it, "_torchport_unobserved", False):
+                with observer.unobserved():
+                    batch = original(it)
+            else:
+                uses = observer.simulated_device_uses()
+                batch = original(it)
+                it._torchport_unobserved = observer.simulated_device_uses() == uses
             timer.on_batch(it, batch, start, time.perf_counter())
             return batch
 

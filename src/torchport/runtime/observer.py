@@ -10,7 +10,7 @@ the factory and transfer handlers route the simulated device to :mod:`.simtensor
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +79,8 @@ class Observer(TorchFunctionMode):
         # a len() of the weak dictionary on every op.
         self.pending: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self.has_pending = False
+        # True while a block runs unobserved (see `unobserved`); read by the from_numpy patch.
+        self.quiet = False
         self.count_ops = record.accelerator is not None
         self._check_finite = options.check_finite
         self._handlers: dict[Any, Handler] = {}
@@ -91,6 +93,29 @@ class Observer(TorchFunctionMode):
         if handler is None:
             handler = self._classify(func)
         return handler(func, args, kwargs or {})
+
+    @contextlib.contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """Run a block as if torchport were absent: its torch calls skip this mode entirely.
+
+        Only possible while this mode is the innermost one (it always is, unless the program
+        pushed a mode of its own); otherwise the block simply runs observed.
+        """
+        current = getattr(torch.overrides, "_get_current_function_mode", None)
+        pop = getattr(torch.overrides, "_pop_mode_temporarily", None)
+        if current is None or pop is None or current() is not self:
+            yield
+            return
+        self.quiet = True
+        try:
+            with pop():
+                yield
+        finally:
+            self.quiet = False
+
+    def simulated_device_uses(self) -> int:
+        """How often the program has named the simulated device so far (0 when observing)."""
+        return 0 if self.sim is None else self.sim.uses
 
     def _classify(self, func: Any) -> Handler:
         name = getattr(func, "__name__", "")

@@ -106,6 +106,7 @@ class Simulation:
         self._saved: list[tuple[Any, str, Any]] = []
         self._future_flag = False
         self.unsupported: list[str] = []
+        self.uses = 0  # how often `resolve` named a simulated device
 
     def on_sync(self, what: str) -> None:
         if self._on_sync is not None:
@@ -128,6 +129,7 @@ class Simulation:
                 f"{name} error: invalid device ordinal (torchport simulates "
                 f"{self.count} {self.kind} device{'s' if self.count > 1 else ''})"
             )
+        self.uses += 1
         return torch.device(self.kind, index)
 
     @property

@@ -160,6 +160,8 @@ def _patch_from_numpy(observer: Observer) -> None:
     @functools.wraps(original)
     def from_numpy(array: Any) -> torch.Tensor:
         tensor = original(array)
+        if observer.quiet:
+            return tensor
         site = user_site("torch.from_numpy")
         if site is not None:
             observer.provenance.record(tensor, site)
