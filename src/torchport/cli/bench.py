@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from torchport.cli._common import Parser
-from torchport.errors import EXIT_CLEAN, UsageError
+from torchport.errors import EXIT_CLEAN, UsageError, require_torch
 
 
 def register(sub: Any) -> None:
@@ -43,6 +43,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.bench is None:
         raise UsageError("torchport bench: choose 'transfer' or 'loader' (see --help)")
+    require_torch(f"torchport bench {args.bench}")
     from torchport.bench import plot
 
     if getattr(args, "plot", None) and not plot.available():

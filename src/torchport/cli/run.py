@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from torchport.cli._common import add_output_options
-from torchport.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError
+from torchport.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError, require_torch
 
 
 def register(sub: Any) -> None:
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("torchport run: give a SCRIPT to run, or -m MODULE")
     if args.module is None and not os.path.isfile(args.program[0]):
         raise UsageError(f"torchport run: no such script: {args.program[0]}")
+    require_torch("torchport run")
     from torchport.findings import Severity
     from torchport.report import render
     from torchport.runtime import watch

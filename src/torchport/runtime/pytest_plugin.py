@@ -3,6 +3,9 @@
 Registered through the ``pytest11`` entry point and off unless asked: ``--torchport`` reports
 findings per test at the end of the run, ``--torchport-strict`` also fails a test that produced
 an error-level finding, ``--torchport-simulate cuda`` runs each test on a simulated GPU.
+
+pytest loads this module in every session of an environment where torchport is installed, so
+it imports neither torch nor the observer until one of those options is given.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from torchport.errors import MissingTorchError, require_torch
 from torchport.findings import Finding, Severity
-from torchport.runtime.watch import watch
 
 _FINDINGS = pytest.StashKey[list[tuple[str, list[Finding]]]]()
 
@@ -30,22 +33,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--torchport-simulate",
         metavar="DEVICE",
         default=None,
-        help="run each observed test on a simulated accelerator (cuda, cuda:N, mps)",
+        help="observe each test on a simulated GPU: cuda, cuda:N or mps (implies --torchport)",
     )
 
 
 def _enabled(config: pytest.Config) -> bool:
-    return bool(config.getoption("torchport") or config.getoption("torchport_strict"))
+    options = ("torchport", "torchport_strict", "torchport_simulate")
+    return any(config.getoption(option) for option in options)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_FINDINGS] = []
+    if _enabled(config):
+        try:
+            require_torch("pytest --torchport")
+        except MissingTorchError as error:
+            raise pytest.UsageError(str(error)) from None
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     if not _enabled(item.config):
         return (yield)
+    from torchport.runtime.watch import watch
+
     watcher = watch(item.config.getoption("torchport_simulate"))
     try:
         with watcher:
