@@ -214,6 +214,14 @@ POSITIVE: list[tuple[str, Callable[[], Probe], str]] = [
         "libcudnn",
     ),
     (
+        "TP532",
+        lambda: {
+            **cpu_machine(),
+            "torch": {"import_error": "ModuleNotFoundError: No module named 'torch'"},
+        },
+        "torch is not installed in this Python environment",
+    ),
+    (
         "TP533",
         lambda: edit(
             gpu_machine(), smoke__matmul={"error": "RuntimeError: no kernel image is available"}

@@ -258,11 +258,18 @@ def check_torch_import(probe: Probe) -> list[Finding]:
     if not isinstance(error, str):
         return []
     message = f"`import torch` failed: {error}"
-    fix = (
-        wheel_fix(probe, "Reinstall torch: ")
-        if nvidia_present(probe)
-        else Fix("Run `pip install --force-reinstall torch`.")
-    )
+    if error.startswith("ModuleNotFoundError") and "'torch'" in error:
+        # Not a broken install: none at all (torchport does not install torch for you).
+        message += " (torch is not installed in this Python environment)"
+        fix = (
+            wheel_fix(probe, "Install torch: ")
+            if nvidia_present(probe)
+            else Fix("Run `pip install torch` (https://pytorch.org/get-started lists the builds).")
+        )
+    elif nvidia_present(probe):
+        fix = wheel_fix(probe, "Reinstall torch: ")
+    else:
+        fix = Fix("Run `pip install --force-reinstall torch`.")
     return [env.TorchImportFailed.finding(message, fix=fix)]
 
 
