@@ -66,7 +66,9 @@ def test_loader_batches_match_cpu_reference_while_consumer_writes(prefetch: int)
     sources = [_batch(i) for i in range(12)]
     loader = DeviceLoader(sources, "cuda", prefetch=prefetch, dtype=CASTS)
     for got, source in zip(loader, sources, strict=True):
-        _assert_matches_cpu_reference(got, source, loader.device)
+        _assert_matches_cpu_reference(
+            got, source, torch.device("cuda", torch.cuda.current_device())
+        )
         # Work on the consumer stream that overwrites and frees memory while copies are queued.
         for t in got["small"]:
             t.mul_(0).add_(torch.randn_like(t))

@@ -21,9 +21,10 @@ class DeviceLoader(Generic[B]):
 
         for batch in DeviceLoader(loader):  # was: for batch in loader: batch = batch.to(dev)
 
-    ``device`` defaults to :func:`default_device`. ``dtype`` casts after the copy, on the device
-    (a floating dtype casts floating tensors only; a mapping such as ``{torch.uint8:
-    torch.float32}`` casts exactly the listed types; see :func:`cast_table`).
+    ``device`` defaults to :func:`default_device`; ``"cuda"`` without an index means the CUDA
+    device that is current when each pass over the loader starts. ``dtype`` casts after the
+    copy, on the device (a floating dtype casts floating tensors only; a mapping such as
+    ``{torch.uint8: torch.float32}`` casts exactly the listed types; see :func:`cast_table`).
 
     On CUDA, a background thread stays up to ``prefetch`` batches ahead: it packs each batch into
     pinned memory and copies it on a side stream, and the consumer's stream waits on an event per
@@ -52,35 +53,39 @@ class DeviceLoader(Generic[B]):
         if prefetch < 1:
             raise ValueError(f"prefetch must be at least 1, got {prefetch}")
         self.iterable = iterable
-        self.device = _concrete(default_device() if device is None else torch.device(device))
+        # "cuda" without an index stays so: each pass uses the CUDA device that is current when
+        # it starts, as x.to("cuda") would (a loader built before set_device(local_rank) too).
+        self.device = default_device() if device is None else torch.device(device)
         self.prefetch = prefetch
         self.dtype = dtype
         self.non_blocking = non_blocking
         self._casts = cast_table(dtype)  # validates dtype now rather than at the first batch
-        self._move = Mover(self.device, non_blocking, dtype)
         if background is None:
             # The CUDA stage needs a CUDA build; a CPU-only build that reports a "cuda" device
             # (torchport run --simulate cuda) gets the plain path on the caller's thread.
             built = torch.version.cuda is not None or torch.version.hip is not None
             background = self.device.type == "cuda" and built
         self.background = background
-        # One side stream for the loader's whole life: a new stream per epoch would give the
-        # caching allocator a new pool each time and grow reserved memory (timm#2781).
-        self._side: torch.cuda.Stream | None = None
+        # One side stream per device for the loader's whole life: a new stream per epoch would
+        # give the caching allocator a new pool each time and grow reserved memory (timm#2781).
+        self._sides: dict[torch.device, torch.cuda.Stream] = {}
 
     def __iter__(self) -> Iterator[B]:
+        device = _concrete(self.device)
+        move = Mover(device, self.non_blocking, self.dtype)
         source = iter(self.iterable)
         if not self.background:
-            return map(self._move, source)
-        if self.device.type == "cuda":
+            return map(move, source)
+        if device.type == "cuda":
             from torchport.transfer._cuda import CudaStage
 
-            if self._side is None:
-                self._side = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+            side = self._sides.get(device)
+            if side is None:
+                side = self._sides[device] = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
             return PrefetchIterator(
-                source, CudaStage(self.device, self._side, self._casts, self._move), self.prefetch
+                source, CudaStage(device, side, self._casts, move), self.prefetch
             )
-        return PrefetchIterator(source, _HostStage(self._move), self.prefetch)
+        return PrefetchIterator(source, _HostStage(move), self.prefetch)
 
     def __len__(self) -> int:
         try:
@@ -139,8 +144,8 @@ class _HostStage:
 
 
 def _concrete(device: torch.device) -> torch.device:
-    # "cuda" means the current CUDA device; pin it down so that the prefetch thread (whose
-    # current device is its own) and device comparisons agree.
+    # "cuda" means the current CUDA device; pin it down for the pass so that the prefetch
+    # thread (whose current device is its own) and device comparisons agree.
     if device.type == "cuda" and device.index is None and torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return device
