@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from pathlib import Path
 
@@ -216,3 +217,17 @@ def test_data_parallel_on_two_simulated_gpus_matches_the_cpu() -> None:
         assert out.device == torch.device("cuda:0")
         assert torch.allclose(out.cpu(), expected)
     assert model[0].weight.grad is not None
+
+
+def test_ops_of_another_thread_do_not_count_as_the_running_forward() -> None:
+    class StartsAThread(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            worker = threading.Thread(target=lambda: [torch.ones(8) * 2 for _ in range(60)])
+            worker.start()
+            worker.join()
+            return x * 2
+
+    with watch(simulate="cuda") as w:
+        StartsAThread()(torch.ones(2, device="cuda"))
+    assert w.record.ops_by_device == {"cuda": 1}
+    assert [f.code for f in w.findings] == []

@@ -2,11 +2,13 @@
 
 The root's name is the variable the user called it through (``model`` in ``model(x)``); a
 child's name is its qualified name under the root (``model.encoder.fc1``). Hooks return None, so
-they never change what a module computes.
+they never change what a module computes. The stack is per thread: a module running in one
+thread says nothing about the ops of another (a prefetch thread copying the next batch).
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +24,19 @@ class ModuleTracker:
     """The stack of modules whose forward is running, with their dotted names."""
 
     def __init__(self, on_enter: Callable[[nn.Module, tuple[Any, ...]], None] | None) -> None:
-        self.stack: list[nn.Module] = []
+        self._local = threading.local()
         self._on_enter = on_enter
         self._root_names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._handles: list[Any] = []
+
+    @property
+    def stack(self) -> list[nn.Module]:
+        """This thread's running modules, outermost first."""
+        try:
+            stack: list[nn.Module] = self._local.stack
+        except AttributeError:
+            stack = self._local.stack = []
+        return stack
 
     def install(self) -> None:
         self._handles = [

@@ -207,15 +207,14 @@ class Observer(TorchFunctionMode):
     # --- factories ---------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         target = None
+        # Pinned host memory needs a CUDA build: simulated, it is plain memory marked pinned.
+        pin_host = self.sim is not None and bool(kwargs.get("pin_memory"))
+        if pin_host:
+            kwargs = {**kwargs, "pin_memory": False}
         if self.sim is not None and kwargs.get("device") is not None:
             target = self.sim.resolve(kwargs["device"])
             if target is not None:
-                pinned = kwargs.get("pin_memory", False)
-                kwargs = (
-                    {**kwargs, "device": "cpu", "pin_memory": False}
-                    if pinned
-                    else {**kwargs, "device": "cpu"}
-                )
+                kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
         try:
@@ -225,6 +224,8 @@ class Observer(TorchFunctionMode):
             raise
         if target is not None and isinstance(out, torch.Tensor):
             out = simtensor.wrap_new(out, target)
+        elif pin_host and self.sim is not None and isinstance(out, torch.Tensor):
+            self.sim.pinned[out] = True
         if isinstance(out, torch.Tensor):
             site = user_site(call_name(func))
             if site is not None:

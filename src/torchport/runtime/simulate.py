@@ -243,7 +243,9 @@ class Simulation:
             return copy
 
         def is_pinned(tensor: torch.Tensor, device: Any = None) -> bool:
-            return tensor in simulation.pinned
+            # A view of pinned memory (a slice of a staging buffer) is pinned too.
+            base = tensor._base
+            return tensor in simulation.pinned or (base is not None and base in simulation.pinned)
 
         return [
             (torch.Tensor, "pin_memory", pin_memory),

@@ -7,11 +7,16 @@
 
 Everything installed on entry (the function mode, the global module hooks, the DataLoader timer,
 the simulation patches) is removed on exit, also when the block raises.
+
+A function mode is per thread. Under ``simulate``, threads started inside the block (a prefetch
+thread such as DeviceLoader's, a DataLoader's pin-memory thread) run under the observer too,
+since only it can make the simulated device; in observe mode they run as they are.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
@@ -80,6 +85,7 @@ class watch:
         if sim is not None:
             sim._on_sync = observer.on_sync
             steps.append((sim.install, sim.restore))
+            steps.append((lambda: _patch_thread_start(observer), _unpatch_thread_start))
         elif accelerator == "cuda":
             steps.append((lambda: _patch_synchronize(observer), _unpatch_synchronize))
         steps += [
@@ -147,6 +153,32 @@ def _patch_synchronize(observer: Observer) -> None:
 
 def _unpatch_synchronize() -> None:
     torch.cuda.synchronize = _ORIGINAL_SYNCHRONIZE.pop()
+
+
+_ORIGINAL_THREAD_START: list[Callable[[threading.Thread], None]] = []
+
+
+def _patch_thread_start(observer: Observer) -> None:
+    """Threads started from now on run their target under ``observer`` (see the module doc)."""
+    original = threading.Thread.start
+    _ORIGINAL_THREAD_START.append(original)
+
+    @functools.wraps(original)
+    def start(thread: threading.Thread) -> None:
+        run = thread.run
+
+        def observed_run() -> None:
+            with observer:
+                run()
+
+        thread.run = observed_run  # type: ignore[method-assign]
+        original(thread)
+
+    threading.Thread.start = start  # type: ignore[method-assign, assignment]
+
+
+def _unpatch_thread_start() -> None:
+    threading.Thread.start = _ORIGINAL_THREAD_START.pop()  # type: ignore[method-assign, assignment]
 
 
 _ORIGINAL_FROM_NUMPY: list[Callable[..., torch.Tensor]] = []

@@ -61,8 +61,10 @@ class DeviceLoader(Generic[B]):
         self.non_blocking = non_blocking
         self._casts = cast_table(dtype)  # validates dtype now rather than at the first batch
         if background is None:
-            # The CUDA stage needs a CUDA build; a CPU-only build that reports a "cuda" device
-            # (torchport run --simulate cuda) gets the plain path on the caller's thread.
+            # The CUDA stage needs a CUDA build. A CPU-only build that reports a "cuda" device
+            # (torchport run --simulate cuda) gets the plain path on the caller's thread, where
+            # the run report can time the loader and count the copies at the user's lines;
+            # background=True runs the CUDA stage on the simulated device too (its tests do).
             built = torch.version.cuda is not None or torch.version.hip is not None
             background = self.device.type == "cuda" and built
         self.background = background
