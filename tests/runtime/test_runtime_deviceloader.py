@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -31,3 +34,35 @@ def test_cuda_without_an_index_follows_the_current_device_when_a_pass_starts() -
         [second] = list(loader)
     assert first.device == torch.device("cuda", 0)
     assert second.device == torch.device("cuda", 1)
+
+
+class _SlowSamples(torch.utils.data.Dataset[torch.Tensor]):
+    def __len__(self) -> int:
+        return 48
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        time.sleep(0.002)
+        return torch.full((4,), float(i))
+
+
+def test_a_prefetching_deviceloader_is_timed_where_the_loop_takes_its_batches() -> None:
+    with torchport.watch(simulate="cuda") as w:
+        loader = DataLoader(_SlowSamples(), batch_size=8)
+        for batch in torchport.DeviceLoader(loader, "cuda", background=True):
+            batch.sum().item()  # a sync on every step
+    [loader_stats] = w.report().facts["loaders"]
+    assert loader_stats["loader"] == "DeviceLoader"
+    assert loader_stats["site"].endswith(f":{_line_of('for batch in torchport.DeviceLoader')}")
+    assert loader_stats["batches"] == 5 and loader_stats["num_workers"] == 0
+    starved = next(f for f in w.findings if f.code == "TP250")
+    assert "for this DeviceLoader" in starved.message
+    assert starved.fix is not None and "on the DataLoader it wraps" in starved.fix.title
+    assert "pin_memory" not in starved.fix.title and "wrap the loader" not in starved.fix.title
+    assert any(f.code == "TP204" for f in w.findings)  # steps are counted: .item() is in the loop
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(
+        n for n, line in enumerate(lines, start=1) if text in line and "_line_of" not in line
+    )

@@ -94,19 +94,23 @@ def _starvation(site: Site, stats: LoaderStats, record: Record) -> list[Finding]
     wait_ms = 1000 * stats.wait_s / stats.batches
     step_ms = 1000 * stats.step_s / stats.batches
     fixes = []
+    device_loader = stats.kind == "DeviceLoader"  # it pins and copies ahead by itself
     if stats.num_workers == 0:
-        fixes.append("set num_workers (e.g. 4) and persistent_workers=True")
-    if record.accelerator is not None and not stats.pin_memory:
+        where = " on the DataLoader it wraps" if device_loader else ""
+        fixes.append(f"set num_workers (e.g. 4) and persistent_workers=True{where}")
+    if record.accelerator is not None and stats.pin_memory is False:
         fixes.append("set pin_memory=True")
-    if record.accelerator is not None:
+    if record.accelerator is not None and not device_loader:
         fixes.append("wrap the loader in torchport.DeviceLoader to copy the next batch early")
     fixes = fixes or ["make the dataset's __getitem__ cheaper or add more workers"]
+    settings = f"{stats.batches} batches, num_workers={stats.num_workers}"
+    if stats.pin_memory is not None:
+        settings += f", pin_memory={stats.pin_memory}"
     return [
         InputStarvation.finding(
-            f"the loop waited {wait_ms:.2f} ms per batch for this DataLoader against "
+            f"the loop waited {wait_ms:.2f} ms per batch for this {stats.kind} against "
             f"{step_ms:.2f} ms in the step: {share:.0%} of its time went to waiting for data "
-            f"({stats.batches} batches, num_workers={stats.num_workers}, "
-            f"pin_memory={stats.pin_memory})",
+            f"({settings})",
             site.location(),
             Fix("; ".join(fixes)),
             wait_share=round(share, 3),
@@ -140,7 +144,8 @@ def facts(record: Record) -> dict[str, Any]:
     if record.loaders:
         out["loaders"] = [
             {
-                "site": str(site), "batches": s.batches, "wait_ms": round(1000 * s.wait_s, 2),
+                "site": str(site), "loader": s.kind, "batches": s.batches,
+                "wait_ms": round(1000 * s.wait_s, 2),
                 "step_ms": round(1000 * s.step_s, 2), "num_workers": s.num_workers,
                 "pin_memory": s.pin_memory,
             }

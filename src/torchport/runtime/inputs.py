@@ -1,7 +1,7 @@
 """What enters the model and the loop: module inputs (dtype) and DataLoader batches (timing).
 
-Module inputs are checked in the global forward pre-hook; DataLoader iterators are timed by
-wrapping ``_BaseDataLoaderIter.__next__`` (restored on exit), which also labels each batch's
+Module inputs are checked in the global forward pre-hook; DataLoader and DeviceLoader iterators
+are timed by wrapping their ``__next__`` (restored on exit), which also labels each batch's
 tensors with the line of the loop that fetched it.
 
 Observation makes every torch call slower, and a ``num_workers=0`` loader makes many small ones
@@ -26,6 +26,7 @@ from torchport.findings import Fix
 from torchport.rules.dtype import Float64OnAccelerator, IntegerInputToFloatLayer
 from torchport.runtime.record import LoaderStats
 from torchport.runtime.sites import user_site
+from torchport.transfer._prefetch import PrefetchIterator
 
 if TYPE_CHECKING:
     from torchport.runtime.observer import Observer
@@ -73,49 +74,68 @@ def _report(observer: Observer, module: nn.Module, value: torch.Tensor, wide: bo
 
 
 class LoaderTimer:
-    """Times every DataLoader iterator: waiting for a batch versus the step in between."""
+    """Times every DataLoader and DeviceLoader iterator: waiting for a batch against the step.
+
+    A DeviceLoader that prefetches on a thread is timed where the loop takes its batches; the
+    DataLoader it reads from runs on that thread, where no line of the user's is waiting, so it
+    is not timed a second time.
+    """
 
     def __init__(self, observer: Observer) -> None:
         self._observer = observer
-        self._original: Callable[..., Any] | None = None
+        self._saved: list[tuple[type, Callable[..., Any]]] = []
 
     def install(self) -> None:
-        iterator = dataloader._BaseDataLoaderIter
-        original = iterator.__next__
-        self._original = original
-        timer = self
+        observer, timer = self._observer, self
+        fetch = dataloader._BaseDataLoaderIter.__next__
+        take = PrefetchIterator.__next__
 
-        observer = self._observer
-
-        def timed_next(it: Any) -> Any:
+        def dataloader_next(it: Any) -> Any:
             start = time.perf_counter()
             if getattr(it, "_torchport_unobserved", False):
                 with observer.unobserved():
-                    batch = original(it)
+                    batch = fetch(it)
             else:
                 uses = observer.simulated_device_uses()
-                batch = original(it)
+                batch = fetch(it)
                 it._torchport_unobserved = observer.simulated_device_uses() == uses
-            timer.on_batch(it, batch, start, time.perf_counter())
+            timer.on_batch(it, batch, start, time.perf_counter(), kind="DataLoader", source=it)
             return batch
 
-        iterator.__next__ = timed_next  # type: ignore[method-assign, assignment]
+        def device_loader_next(it: Any) -> Any:
+            start = time.perf_counter()
+            batch = take(it)
+            end = time.perf_counter()
+            timer.on_batch(it, batch, start, end, kind="DeviceLoader", source=it.source)
+            return batch
+
+        self._replace(dataloader._BaseDataLoaderIter, dataloader_next)
+        self._replace(PrefetchIterator, device_loader_next)
+
+    def _replace(self, cls: type, method: Callable[..., Any]) -> None:
+        self._saved.append((cls, cls.__dict__["__next__"]))
+        cls.__next__ = method  # type: ignore[attr-defined]
 
     def remove(self) -> None:
-        if self._original is not None:
-            dataloader._BaseDataLoaderIter.__next__ = self._original  # type: ignore[method-assign]
-            self._original = None
+        while self._saved:
+            cls, original = self._saved.pop()
+            cls.__next__ = original  # type: ignore[attr-defined]
 
-    def on_batch(self, it: Any, batch: Any, start: float, end: float) -> None:
-        site = user_site("DataLoader batch")
+    def on_batch(
+        self, it: Any, batch: Any, start: float, end: float, *, kind: str, source: Any
+    ) -> None:
+        site = user_site(f"{kind} batch")
         if site is None:
             return
         record = self._observer.record
         stats = record.loaders.get(site)
         if stats is None:
             stats = record.loaders[site] = LoaderStats(
-                num_workers=int(getattr(it, "_num_workers", 0)),
-                pin_memory=bool(getattr(it, "_pin_memory", False)),
+                kind=kind,
+                num_workers=int(getattr(source, "_num_workers", 0)),
+                pin_memory=None
+                if kind == "DeviceLoader"
+                else bool(getattr(source, "_pin_memory", 0)),
             )
         last = getattr(it, "_torchport_last_end", None)
         if last is None:

@@ -37,12 +37,13 @@ class SyncStats:
 
 @dataclass
 class LoaderStats:
+    kind: str = "DataLoader"  # or "DeviceLoader", timed where its batches are taken
     batches: int = 0
     wait_s: float = 0.0
     step_s: float = 0.0
     first_wait_s: float = 0.0
     num_workers: int = 0
-    pin_memory: bool = False
+    pin_memory: bool | None = False  # None for a DeviceLoader: it stages through its own buffers
     last_end: float | None = None
 
 

@@ -101,6 +101,7 @@ class PrefetchIterator(Generic[B]):
         if depth < 1:
             raise ValueError(f"prefetch depth must be at least 1, got {depth}")
         self._stage = stage
+        self.source = source  # what the worker reads (a DataLoader iterator, say); read-only
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         stop = threading.Event()
         # The thread must not reference `self`, or the iterator could never be collected.
