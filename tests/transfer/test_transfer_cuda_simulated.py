@@ -10,6 +10,7 @@ copy, the direct copy of large pinned leaves, casts on the device, what it leave
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 
 import pytest
@@ -77,3 +78,18 @@ def test_threads_started_in_a_simulated_block_use_the_simulated_device() -> None
         worker.join()
     assert seen == [CUDA0]
     assert threading.Thread.start is original_start
+
+
+def test_a_thread_that_outlives_the_simulated_block_stops_simulating() -> None:
+    def made_on_cuda() -> type | None:
+        try:
+            return type(torch.ones(1, device="cuda"))
+        except (RuntimeError, AssertionError):  # a CPU-only build, as it should
+            return None
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        with watch(simulate="cuda"):
+            inside = pool.submit(made_on_cuda).result()
+        after = pool.submit(made_on_cuda).result()
+    assert inside is SimTensor
+    assert after is not SimTensor

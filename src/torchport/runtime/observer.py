@@ -81,6 +81,9 @@ class Observer(TorchFunctionMode):
         self.has_pending = False
         # True while a block runs unobserved (see `unobserved`); read by the from_numpy patch.
         self.quiet = False
+        # Set when the watch ends. Threads it started may outlive it (a thread pool's workers)
+        # with this mode still pushed: from then on it only passes calls through.
+        self.closed = False
         self.count_ops = record.accelerator is not None
         self._check_finite = options.check_finite
         self._handlers: dict[Any, Handler] = {}
@@ -89,6 +92,8 @@ class Observer(TorchFunctionMode):
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
+        if self.closed:
+            return func(*args, **(kwargs or {}))
         handler = self._handlers.get(func)
         if handler is None:
             handler = self._classify(func)

@@ -92,7 +92,7 @@ class watch:
             (lambda: _patch_from_numpy(observer), _unpatch_from_numpy),
             (tracker.install, tracker.remove),
             (loaders.install, loaders.remove),
-            (observer.__enter__, lambda: observer.__exit__(None, None, None)),  # type: ignore[no-untyped-call]
+            (observer.__enter__, functools.partial(_close, observer)),
         ]
         try:
             for install, remove in steps:
@@ -153,6 +153,11 @@ def _patch_synchronize(observer: Observer) -> None:
 
 def _unpatch_synchronize() -> None:
     torch.cuda.synchronize = _ORIGINAL_SYNCHRONIZE.pop()
+
+
+def _close(observer: Observer) -> None:
+    observer.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+    observer.closed = True
 
 
 _ORIGINAL_THREAD_START: list[Callable[[threading.Thread], None]] = []
