@@ -24,7 +24,7 @@ from torchport.doctor.facts import (
     wheel_cuda,
 )
 from torchport.findings import Finding, Fix
-from torchport.rules import environment as env
+from torchport.rules import build as env
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)([a-z]?)$")
 # Current wheels are built with CUDA 12+, which no longer compiles for Kepler (3.x).

@@ -25,7 +25,15 @@ FAMILIES = {
     "TP4": "multi-GPU and distributed",
     "TP5": "environment (doctor)",
 }
-_FAMILY_MODULES = ("device", "transfer", "dtype", "distributed", "environment")
+_FAMILY_MODULES = (
+    "device",
+    "device_api",
+    "transfer",
+    "dtype",
+    "distributed",
+    "environment",
+    "build",
+)
 
 
 class Rule:

@@ -10,7 +10,7 @@ from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.edits import ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Finding, Fix, Safety
-from torchport.rules import device as R
+from torchport.rules import device_api as R
 
 
 def _cuda_literal(node: ast.expr | None) -> str | None:

@@ -1,0 +1,190 @@
+"""TP109-TP114: device-specific torch API (hard-coded CUDA, legacy constructors), static rules.
+
+The rest of the TP1 family (device placement) is in ``device.py``; the detectors of these are
+in ``torchport.analyze.checks.device_api``.
+"""
+
+from __future__ import annotations
+
+from torchport.findings import Severity
+from torchport.rules.registry import Rule, register
+
+
+@register
+class HardCodedCuda(Rule):
+    """## What it does
+    Flags `"cuda"`, `torch.device("cuda")` and `.cuda()` in a file that never checks whether an
+    accelerator is available.
+
+    ## Why is this bad?
+    The script crashes on machines without an NVIDIA GPU (laptops, CI, Apple silicon) instead
+    of falling back to the CPU.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix; `torchport port` rewrites the file around one `device` variable.
+    """
+
+    code = "TP109"
+    name = "hard-coded-cuda"
+    severity = Severity.WARNING
+
+
+@register
+class HardCodedDeviceIndex(Rule):
+    """## What it does
+    Flags a device with a fixed index: `"cuda:1"`, `torch.device("cuda", 0)`, `.cuda(1)`,
+    `torch.cuda.set_device(0)`.
+
+    ## Why is this bad?
+    Under `torchrun` every process must use its own GPU (`LOCAL_RANK`); a fixed index puts all
+    of them on the same one, and `CUDA_VISIBLE_DEVICES` renumbering makes it fragile anyway.
+
+    ## Example
+    ```python
+    model.to("cuda:1")
+    ```
+
+    ## Use instead
+    ```python
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    model.to(torch.device("cuda", local_rank))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP110"
+    name = "hard-coded-device-index"
+    severity = Severity.INFO
+
+
+@register
+class DeviceComparedToCuda(Rule):
+    """## What it does
+    Flags `x.device == torch.device("cuda")` and `x.device == "cuda"`.
+
+    ## Why is this bad?
+    A tensor's device always carries an index (`cuda:0`), and `torch.device("cuda:0")` is not
+    equal to `torch.device("cuda")`: the comparison is always false on a GPU.
+
+    ## Example
+    ```python
+    if x.device == torch.device("cuda"):
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    if x.device.type == "cuda":
+        ...
+    ```
+
+    ## Fix safety
+    Unsafe: the condition becomes true where it used to be false.
+    """
+
+    code = "TP111"
+    name = "device-compared-to-cuda"
+    severity = Severity.ERROR
+
+
+@register
+class LegacyTensorConstructor(Rule):
+    """## What it does
+    Flags the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
+    `torch.LongTensor(...)` and `torch.cuda.FloatTensor(...)`.
+
+    ## Why is this bad?
+    They tie the dtype and the device into a type name, ignore the default device, and
+    `torch.Tensor(3)` makes an uninitialised tensor of size 3 rather than the value 3.
+
+    ## Example
+    ```python
+    y = torch.LongTensor([1, 0, 1])
+    ```
+
+    ## Use instead
+    ```python
+    y = torch.tensor([1, 0, 1], dtype=torch.int64)
+    ```
+
+    ## Fix safety
+    For a typed constructor given a literal list, the fix uses `torch.tensor` with the same
+    dtype: safe for `torch.cuda.*Tensor` (the device is spelled out), unsafe for the CPU ones
+    (`torch.tensor` follows `torch.set_default_device`, the legacy type did not). Other forms
+    have no automatic fix.
+    """
+
+    code = "TP112"
+    name = "legacy-tensor-constructor"
+    severity = Severity.WARNING
+
+
+@register
+class SetDefaultTensorType(Rule):
+    """## What it does
+    Flags `torch.set_default_tensor_type(...)`.
+
+    ## Why is this bad?
+    It is deprecated, and setting a CUDA tensor type as the default makes every factory call
+    (including those inside libraries and DataLoader workers) allocate on the GPU.
+
+    ## Example
+    ```python
+    torch.set_default_tensor_type(torch.cuda.FloatTensor)
+    ```
+
+    ## Use instead
+    ```python
+    torch.set_default_dtype(torch.float32)
+    torch.set_default_device("cuda")  # only if you really want it
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP113"
+    name = "set-default-tensor-type"
+    severity = Severity.WARNING
+
+
+@register
+class CudaTensorInDataset(Rule):
+    """## What it does
+    Flags tensors moved to or created on an accelerator inside a `Dataset`.
+
+    ## Why is this bad?
+    DataLoader workers are forked processes, and CUDA cannot be initialised in a forked child
+    ("Cannot re-initialize CUDA in forked subprocess"). With `num_workers=0` it works but
+    serialises loading with compute.
+
+    ## Example
+    ```python
+    def __getitem__(self, i):
+        return self.x[i].cuda()
+    ```
+
+    ## Use instead
+    Return CPU tensors from the dataset, set `pin_memory=True` on the DataLoader and move each
+    batch in the training loop.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP114"
+    name = "cuda-tensor-in-dataset"
+    severity = Severity.ERROR
