@@ -25,7 +25,8 @@ FAMILIES = {
     "TP4": "multi-GPU and distributed",
     "TP5": "environment (doctor)",
 }
-_FAMILY_MODULES = (
+# The modules that define rules; importing one registers its rules.
+_RULE_MODULES = (
     "device",
     "device_api",
     "transfer",
@@ -118,7 +119,7 @@ def register(cls: R) -> R:
 
 
 def _load() -> None:
-    for module in _FAMILY_MODULES:
+    for module in _RULE_MODULES:
         importlib.import_module(f"torchport.rules.{module}")
 
 

@@ -130,12 +130,11 @@ class LoaderTimer:
         record = self._observer.record
         stats = record.loaders.get(site)
         if stats is None:
+            pinned = bool(getattr(source, "_pin_memory", False))
             stats = record.loaders[site] = LoaderStats(
                 kind=kind,
                 num_workers=int(getattr(source, "_num_workers", 0)),
-                pin_memory=None
-                if kind == "DeviceLoader"
-                else bool(getattr(source, "_pin_memory", 0)),
+                pin_memory=None if kind == "DeviceLoader" else pinned,
             )
         last = getattr(it, "_torchport_last_end", None)
         if last is None:
