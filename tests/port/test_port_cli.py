@@ -105,7 +105,7 @@ def test_distributed_prints_how_to_launch(
     ported = path.read_text()
     assert 'dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")' in ported
     assert "model = DDP(model, device_ids=[LOCAL_RANK] if device.type" in ported
-    assert ported.rstrip().endswith("dist.destroy_process_group()")
+    assert ported.rstrip().endswith("dist.barrier()\n    dist.destroy_process_group()")
 
 
 def test_a_file_changed_on_disk_after_porting_is_left_alone(script: Path) -> None:

@@ -285,7 +285,7 @@ def test_distributed_script_without_main_guard_sets_up_and_tears_down_at_module_
         'dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")'
     )
     assert init < lines.index("data = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))")
-    assert lines[-1] == "dist.destroy_process_group()"
+    assert lines[-2:] == ["dist.barrier()", "dist.destroy_process_group()"]
     assert "sampler=DistributedSampler(data, shuffle=True)" in after
     assert "batch_size=4 // dist.get_world_size()" in after
     assert "    loader.sampler.set_epoch(epoch)" in lines

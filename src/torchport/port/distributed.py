@@ -75,7 +75,7 @@ class Distribute(cst.CSTTransformer):
         if not is_main or not isinstance(updated_node.body, cst.IndentedBlock):
             return updated_node
         init = snippets.statements(INIT.format(device=self.device) + "\n")
-        teardown = snippets.statements("dist.destroy_process_group()\n")
+        teardown = snippets.statements(snippets.TEARDOWN)
         body = [*init, *updated_node.body.body, *teardown]
         return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
 
@@ -216,7 +216,7 @@ def distribute(source: str, path: str, options: PortOptions) -> tuple[str, list[
         body[index + len(block) : index + len(block)] = snippets.statements(
             INIT.format(device=device) + "\n"
         )
-        body.extend(snippets.statements("dist.destroy_process_group()\n"))
+        body.extend(snippets.statements(snippets.TEARDOWN))
     ported = ported.with_changes(body=body)
     needed = [
         "import os",

@@ -39,6 +39,13 @@ else:
     {name} = torch.device("cpu")
 """
 
+# A barrier first: with gloo, tearing the group down while another rank still runs its last
+# collective aborts a process now and then ("terminate called without an active exception").
+TEARDOWN = """\
+dist.barrier()
+dist.destroy_process_group()
+"""
+
 BATCH_HELPER = '''\
 def to_device(batch, device):
     """Move the tensors in a (nested) batch to ``device`` ({mark})."""
