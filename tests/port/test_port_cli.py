@@ -42,7 +42,7 @@ def test_diff_is_the_default_and_writes_nothing(
 def test_write_applies_the_port_once(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["port", "--write", str(script)]) == 0
     ported = script.read_text()
-    assert "x = x.to(device)" in ported
+    assert "x = torch.randn(4, 3, device=device)" in ported
     assert "wrote 1 file(s)" in capsys.readouterr().err
     assert main(["port", "--write", str(script)]) == 0
     assert script.read_text() == ported
@@ -87,7 +87,7 @@ def test_json_output_carries_the_diff_and_the_notes(
     assert main(["port", "--output-format", "json", str(script)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["command"] == "port"
-    assert "+x = x.to(device)" in report["facts"]["diff"]
+    assert "+x = torch.randn(4, 3, device=device)" in report["facts"]["diff"]
     assert report["facts"]["files changed"] == 1
 
 

@@ -6,7 +6,7 @@ The public entry points are :func:`port_source` (one file's text) and :func:`por
 
 from __future__ import annotations
 
-from torchport.port.core import PortResult, port_source
+from torchport.port.core import PortResult, port_source, port_sources
 from torchport.port.options import PortOptions
 
-__all__ = ["PortOptions", "PortResult", "port_source"]
+__all__ = ["PortOptions", "PortResult", "port_source", "port_sources"]

@@ -1,42 +1,115 @@
-"""``--amp bf16``: autocast around the forward pass and the loss of a training step."""
+"""Mixed precision: ``torch.cuda.amp`` becomes ``torch.amp``; ``--amp bf16`` adds autocast.
+
+Both are text edits: the deprecated names are replaced in place, and ``--amp bf16`` puts a
+``with torch.autocast(...)`` line above the forward pass and loss of each training step and
+indents those lines, leaving ``backward()`` outside, as it must be.
+"""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
-from torchport.port import snippets
-from torchport.port.snippets import Statement
+from torchport.analyze.context import FileContext
+from torchport.analyze.edits import insert_at, replace_node
+from torchport.analyze.flow.values import Kind, Val
+from torchport.findings import Edit
 
-AUTOCAST = "torch.autocast(device_type={device}.type, dtype=torch.bfloat16)"
+DEPRECATED = {
+    "torch.cuda.amp.autocast": ("cuda", ("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.GradScaler": ("cuda", ()),
+    "torch.cpu.amp.autocast": ("cpu", ("enabled", "dtype", "cache_enabled")),
+    "torch.cpu.amp.GradScaler": ("cpu", ()),
+}
+AUTOCAST = "with {torch}.autocast(device_type={device}.type, dtype={torch}.bfloat16):"
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
+def modernise(ctx: FileContext) -> list[Edit]:
+    """``torch.cuda.amp.X(...)`` -> ``torch.amp.X("cuda", ...)``, with the same meaning."""
+    edits: list[Edit] = []
+    for node in ctx.of_type(ast.ImportFrom):
+        assert isinstance(node, ast.ImportFrom)
+        if node.module in ("torch.cuda.amp", "torch.cpu.amp") and not node.level:
+            line = ctx.lines[node.lineno - 1]
+            start = line.find(node.module, ctx.start(node)[1])
+            if start >= 0:
+                edits.append(
+                    Edit(node.lineno, start, node.lineno, start + len(node.module), "torch.amp")
+                )
+    for call in ctx.calls:
+        qual = ctx.qualname(call.func)
+        if qual not in DEPRECATED:
+            continue
+        device, positional = DEPRECATED[qual]
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Attribute):
+            amp = call.func.value  # torch.cuda.amp -> torch.amp, keeping torch's local name
+            if isinstance(amp.value, ast.Attribute):
+                edits.append(replace_node(ctx, amp, f"{ctx.text(amp.value.value)}.amp"))
+        first = f'"{device}", ' if call.args or call.keywords else f'"{device}"'
+        parts = [*call.args, *(k for k in call.keywords)]
+        where = ctx.start(parts[0]) if parts else (ctx.end(call)[0], ctx.end(call)[1] - 1)
+        edits.append(insert_at(where, first))  # before a keyword given to the first argument
+        for index, arg in enumerate(call.args):
+            if index < len(positional):
+                edits.append(insert_at(ctx.start(arg), f"{positional[index]}="))
+    return edits
 
 
-def _calls_model(statement: cst.BaseStatement, models: set[str]) -> bool:
-    code = _code(statement)
-    return any(f"{m}(" in code for m in models)
+def bf16_edits(ctx: FileContext, values: dict[int, Val], device: str) -> list[Edit]:
+    """Edits that put each training step's forward pass and loss under bf16 autocast."""
+    if "autocast" in ctx.source:
+        return []
+    modules = _module_calls(ctx, values)
+    torch = next((local for local, target in ctx.imports.items() if target == "torch"), "torch")
+    header = AUTOCAST.format(torch=torch, device=device)
+    edits: list[Edit] = []
+    for loop in ctx.of_type(ast.For, ast.AsyncFor, ast.While):
+        edits += _wrap_step(ctx, loop.body, modules, header)  # type: ignore[attr-defined]
+    return edits
 
 
-def wrap_autocast(body: list[Statement], models: set[str], device: str) -> list[Statement]:
-    """``body`` with the statements from the first model call up to ``backward()`` autocast.
+def _module_calls(ctx: FileContext, values: dict[int, Val]) -> set[int]:
+    """ids of the statements that call a module (a model or a loss)."""
+    out: set[int] = set()
+    for stmt in ast.walk(ctx.tree):
+        if not isinstance(stmt, ast.stmt):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                callee = values.get(id(node.func))
+                if callee is not None and callee.kind is Kind.MODULE:
+                    out.add(id(stmt))
+                    break
+    return out
 
-    Only a step made of simple statements is wrapped (a ``with`` around control flow could
-    change what runs under autocast); ``backward()`` itself stays outside, as it must.
-    """
-    if any("autocast" in _code(s) for s in body):
-        return body
-    backward = next((i for i, s in enumerate(body) if ".backward(" in _code(s)), None)
-    first = next((i for i, s in enumerate(body) if _calls_model(s, models)), None)
+
+def _wrap_step(
+    ctx: FileContext, body: list[ast.stmt], modules: set[int], header: str
+) -> list[Edit]:
+    backward = next((i for i, s in enumerate(body) if ".backward(" in ctx.text(s)), None)
+    first = next((i for i, s in enumerate(body) if id(s) in modules), None)
     if backward is None or first is None or first >= backward:
-        return body
+        return []
     step = body[first:backward]
-    if not all(isinstance(s, cst.SimpleStatementLine) for s in step):
-        return body
-    header = snippets.statements(f"with {AUTOCAST.format(device=device)}:\n    pass\n")[0]
-    assert isinstance(header, cst.With)
-    leading = step[0].leading_lines
-    step[0] = step[0].with_changes(leading_lines=())
-    wrapped = header.with_changes(body=header.body.with_changes(body=step), leading_lines=leading)
-    return [*body[:first], wrapped, *body[backward:]]
+    if not all(isinstance(s, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Expr) for s in step):
+        return []  # a `with` around control flow could change what runs under autocast
+    start, end = step[0].lineno, step[-1].end_lineno or step[-1].lineno
+    if any(_multiline_string(n) for s in step for n in ast.walk(s)):
+        return []
+    prefix = ctx.lines[start - 1][: ctx.start(step[0])[1]]
+    if prefix.strip():
+        return []
+    edits = [insert_at((start, 0), f"{prefix}{header}\n")]
+    edits += [
+        insert_at((line, 0), "    ")
+        for line in range(start, end + 1)
+        if ctx.lines[line - 1].strip()
+    ]
+    return edits
+
+
+def _multiline_string(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.lineno != node.end_lineno
+    )

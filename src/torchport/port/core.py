@@ -1,18 +1,27 @@
-"""Port one file's source text: parse, learn the facts, rewrite, add the device selection."""
+"""Port a program: its files analysed together, then each file's edits applied and checked.
+
+1. Hard-coded devices (``.cuda()`` with no CPU fallback) become the selected device.
+2. The placement analysis decides what goes to the device (:mod:`torchport.analyze.placement`).
+3. The planner spells the moves out as text edits (:mod:`plan`, :mod:`rewrites`), the header
+   adds the selection and imports, and ``--amp``/``--distributed`` follow.
+
+The port never executes user code.
+"""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import libcst as cst
-
+from torchport.analyze.context import FileContext
+from torchport.analyze.fixer import apply_edits
+from torchport.analyze.flow.program import Unit, components
+from torchport.analyze.placement import Mode, analyse
 from torchport.findings import Finding
-from torchport.port import snippets
-from torchport.port.facts import FactsVisitor
-from torchport.port.layout import ensure_imports, insert_after_imports
+from torchport.port import amp, header, rewrites
 from torchport.port.options import PortOptions
-from torchport.port.single import SinglePort
+from torchport.port.plan import Planner, UnitPlan
 
 
 @dataclass
@@ -33,42 +42,117 @@ class PortResult:
 def port_source(
     source: str, path: str, options: PortOptions, known_module_classes: Iterable[str] = ()
 ) -> PortResult:
-    """The ported text of ``source``; raises libcst.ParserSyntaxError on invalid Python."""
-    module = cst.parse_module(source)
-    wrapper = cst.MetadataWrapper(module)
-    facts_visitor = FactsVisitor(set(known_module_classes))
-    wrapper.visit(facts_visitor)
-    facts = facts_visitor.facts
-    port = SinglePort(facts, options, path)
-    ported = wrapper.visit(port)
-    if port.uses_device and facts.device_name is None:
-        ported = _add_selection(ported, port.device, options, port.needs_helper)
-    elif port.needs_helper and not _defines(ported, "to_device"):
-        ported = _add_selection(ported, None, options, helper=True)
-    notes = list(port.notes)
-    after = ported.code
-    if options.distributed:
-        from torchport.port.distributed import distribute
-
-        after, more = distribute(after, path, options)
-        notes.extend(more)
-    return PortResult(path, source, after, notes, entry_point=facts.has_main_guard)
+    """The ported text of one file; raises SyntaxError on invalid Python."""
+    del known_module_classes  # module classes of other files come from analysing them together
+    return port_sources([(path, source)], options)[0]
 
 
-def _defines(module: cst.Module, name: str) -> bool:
-    return any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in module.body)
+def port_sources(files: list[tuple[str, str]], options: PortOptions) -> list[PortResult]:
+    """Port several files; files that import each other are analysed as one program."""
+    names = {path: _device_name(FileContext(source, path)) for path, source in files}
+    staged: dict[str, tuple[str, str, bool]] = {}
+    for path, source in files:
+        text, changed = header.unhardcode(FileContext(source, path), names[path])
+        staged[path] = (source, text, changed)
+    contexts = [FileContext(text, path) for path, (_, text, _) in staged.items()]
+    results: dict[str, PortResult] = {}
+    paths = [c.path for c in contexts]
+    for group in components(contexts):
+        for result in _port_program(group, paths, staged, names, options):
+            results[result.path] = result
+    return [results[path] for path, _ in files]
 
 
-def _add_selection(
-    module: cst.Module, device: str | None, options: PortOptions, helper: bool
-) -> cst.Module:
-    needed = (
-        ["import torch", "import torchport"] if options.runtime_dependency else ["import torch"]
+def _port_program(
+    contexts: list[FileContext],
+    paths: list[str],
+    staged: dict[str, tuple[str, str, bool]],
+    names: dict[str, str],
+    options: PortOptions,
+) -> list[PortResult]:
+    placement = analyse(contexts, Mode.PORT, paths)
+    planner = Planner(placement, options)
+    for unit in placement.program.units:
+        plan = planner.plans[unit]
+        plan.device = names[unit.path]
+        plan.has_selection = _has_selection(unit.ctx, plan.device)
+    if not placement.aware:
+        rewrites.float64_entries(planner)
+    plans = planner.plan()
+    if not placement.aware:
+        rewrites.containers(planner)
+        rewrites.loaders(planner)
+        rewrites.loads(planner)
+    rewrites.notes(planner)
+    results = []
+    for unit in placement.program.units:
+        source, _, unhardcoded = staged[unit.path]
+        plan = plans[unit]
+        plan.edits.extend(amp.modernise(unit.ctx))
+        if unhardcoded:
+            plan.uses_device = True
+        if options.amp == "bf16":
+            autocast = amp.bf16_edits(unit.ctx, placement.interp.events.values, plan.device)
+            plan.edits.extend(autocast)
+            plan.uses_device = plan.uses_device or bool(autocast)
+        after = _apply(unit, plan, options)
+        notes = list(plan.notes)
+        if options.distributed:
+            from torchport.port.distributed import distribute
+
+            after, more = distribute(after, unit.path, options)
+            notes.extend(more)
+        results.append(
+            PortResult(unit.path, source, after, notes, entry_point=_has_main_guard(unit))
+        )
+    return results
+
+
+def _apply(unit: Unit, plan: UnitPlan, options: PortOptions) -> str:
+    ctx = unit.ctx
+    blocks: list[str] = []
+    imports: list[str] = []
+    if plan.uses_device and not plan.has_selection:
+        blocks.append(header.selection(ctx, plan.device, options.runtime_dependency))
+    if plan.needs_helper and plan.helper not in unit.functions:
+        blocks.append(header.helper(ctx, plan.helper))
+    if blocks and header.torch_name(ctx) is None:
+        imports.append("import torch")
+    uses_torchport = options.runtime_dependency and (plan.uses_device or plan.needs_helper)
+    if uses_torchport and "torchport" not in ctx.imports:
+        imports.append("import torchport")
+    edits = [*plan.edits, *header.header_edits(ctx, blocks, imports)]
+    after, _ = apply_edits(ctx.source, edits)
+    return after
+
+
+def _device_name(ctx: FileContext) -> str:
+    """The module-level name the file selects its device into, or ``device``."""
+    for stmt in ctx.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            value = stmt.value
+            if isinstance(value, ast.Call) and ctx.qualname(value.func) in (
+                "torch.device",
+                "torchport.default_device",
+            ):
+                return stmt.targets[0].id
+    return "device"
+
+
+def _has_selection(ctx: FileContext, name: str) -> bool:
+    return any(
+        isinstance(stmt, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+        for stmt in ctx.tree.body
     )
-    module = ensure_imports(module, needed)
-    added: list[snippets.Statement] = []
-    if device is not None:
-        added.extend(snippets.selection(device, options.runtime_dependency))
-    if helper and not _defines(module, "to_device"):
-        added.extend(snippets.batch_helper())
-    return insert_after_imports(module, added)
+
+
+def _has_main_guard(unit: Unit) -> bool:
+    for stmt in unit.ctx.tree.body:
+        if isinstance(stmt, ast.If) and "__main__" in unit.ctx.text(stmt.test):
+            return True
+    return False

@@ -10,8 +10,7 @@ import libcst as cst
 
 from torchport.analyze.fixer import atomic_write, unified_diff
 from torchport.errors import UsageError
-from torchport.port.core import PortResult, port_source
-from torchport.port.facts import module_classes
+from torchport.port.core import PortResult, port_sources
 from torchport.port.options import PortOptions
 
 SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "__pycache__", "build", "dist", ".tox"})
@@ -66,9 +65,10 @@ def port_paths(paths: Iterable[str], options: PortOptions) -> list[PortResult]:
     if not files:
         raise UsageError("no Python files to port")
     sources = {path: _read(path) for path in files}
-    trees = [_parse(path, source) for path, source in sources.items()]
-    known = module_classes(trees)
-    return [port_source(sources[p], str(p), options, known) for p in files]
+    for path, source in sources.items():
+        _parse(path, source)
+    # One program: a model class or a helper defined in one file is followed into the others.
+    return port_sources([(str(p), sources[p]) for p in files], options)
 
 
 def diff(results: Iterable[PortResult]) -> str:

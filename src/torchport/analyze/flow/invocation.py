@@ -1,0 +1,60 @@
+"""One call being interpreted: where it is and what its arguments are."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchport.analyze.flow.interp import Frame, Interp
+from torchport.analyze.flow.values import OKind, Origin, Place, Val
+
+Arg = tuple[ast.expr, Val]
+
+
+@dataclass
+class Invocation:
+    ip: Interp
+    fr: Frame
+    node: ast.Call
+    args: list[Arg]
+    kwargs: dict[str, Arg]
+    star: bool = False  # called with **kwargs: keywords we cannot see
+
+    def arg(self, index: int, name: str | None = None) -> Arg | None:
+        """The argument given by keyword ``name`` or at position ``index``."""
+        if name is not None and name in self.kwargs:
+            return self.kwargs[name]
+        return self.args[index] if index < len(self.args) else None
+
+    def value(self, index: int, name: str | None = None) -> Val | None:
+        found = self.arg(index, name)
+        return None if found is None else found[1]
+
+    @property
+    def everything(self) -> list[Arg]:
+        return [*self.args, *self.kwargs.values()]
+
+    def tensors(self) -> list[Arg]:
+        return [(e, v) for e, v in self.everything if v.tensorish]
+
+    def text(self, node: ast.AST | None = None, limit: int = 40) -> str:
+        found = self.fr.unit.ctx.text(node if node is not None else self.node)
+        return found if len(found) <= limit else found[: limit - 3] + "..."
+
+    def where(self) -> str:
+        return self.ip.where(self.fr.unit, self.node)
+
+    def origin(self, kind: OKind, written: Place, label: str, *, name: str | None = None) -> Origin:
+        return self.ip.origin(kind, self.node, self.fr, written, label, name=name)
+
+    def meet(self, operands: list[Arg], what: str, *, module: bool = False) -> None:
+        self.ip.meet(self.fr, self.node, operands, what, module=module)
+
+    def sink(self, argument: Arg, how: str, what: str) -> None:
+        self.ip.sink(self.fr, argument[0], argument[1], how, what)
+
+    def pin(self, argument: Arg, why: str) -> None:
+        self.ip.pin(self.fr, argument[0], argument[1], why)
+
+    def qualname(self, node: ast.expr) -> str | None:
+        return self.ip.qualname(self.fr.unit, node)
