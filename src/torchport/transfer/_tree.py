@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 from collections import defaultdict, deque
 from collections.abc import Callable
 from types import MappingProxyType
@@ -33,6 +34,8 @@ _ATOMS: frozenset[type] = frozenset(
     {str, bytes, int, float, bool, complex, type(None), torch.dtype, torch.device}
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# How each tuple subclass takes its items (True: one argument per item), learnt on first use.
+_TUPLE_SPREAD: dict[type, bool] = {}
 
 
 class _Unrebuildable(Exception):
@@ -122,10 +125,16 @@ def _same_items(new: Any, cls: type[Any], values: list[Any]) -> bool:
 
 
 def _rebuild_tuple(obj: tuple[Any, ...], cls: type, values: list[Any]) -> Any:
-    if all(a is b for a, b in zip(values, obj, strict=True)):
+    if all(map(operator.is_, values, obj)):
         return obj  # immutable and unchanged: nothing to rebuild
+    spread = _TUPLE_SPREAD.get(cls)
+    if spread is not None:
+        try:
+            return cls(*values) if spread else cls(values)
+        except Exception:  # noqa: BLE001 - tried again below, and reported there
+            pass
     # A namedtuple takes its fields one by one, a structseq or a plain subclass one iterable;
-    # a custom __new__ may take either. Each guess is checked, never trusted.
+    # a custom __new__ may take either. Each guess is checked, and remembered once it holds.
     spread_first = hasattr(cls, "_fields")
     last_error: Exception | None = None
     for spread in (spread_first, not spread_first):
@@ -135,6 +144,7 @@ def _rebuild_tuple(obj: tuple[Any, ...], cls: type, values: list[Any]) -> Any:
             last_error = exc
             continue
         if _same_items(new, cls, values):
+            _TUPLE_SPREAD[cls] = spread
             return new
     name = cls.__qualname__
     try:
