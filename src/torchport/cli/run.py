@@ -22,7 +22,7 @@ from typing import Any
 
 from torchport.cli._common import add_output_options
 from torchport.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError, require_torch
-from torchport.findings import Report
+from torchport.findings import Report, Severity
 from torchport.report import destination, render, streams
 
 
@@ -70,7 +70,6 @@ def run(args: argparse.Namespace) -> int:
     # Checked before anything runs, and resolved against the directory run starts in.
     target = destination.prepare(args.report, args.force_report) if args.report else None
     require_torch("torchport run")
-    from torchport.findings import Severity
     from torchport.runtime import watch
     from torchport.runtime.program import main_module_missing, run_program
 
