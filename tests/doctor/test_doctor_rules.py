@@ -72,6 +72,8 @@ def _probe_status(status: str, stage: str, returncode: int) -> Probe:
     )
 
 
+_LOCAL_TORCH = {"path": "/w/torch", "kind": "folder", "entry": "/w", "on": "working directory"}
+
 # (code, probe with the symptom, text the message or fix must contain)
 POSITIVE: list[tuple[str, Callable[[], Probe], str]] = [
     ("TP501", _cpu_build_on_gpu_machine, "--index-url https://download.pytorch.org/whl/cu126"),
@@ -233,6 +235,15 @@ POSITIVE: list[tuple[str, Callable[[], Probe], str]] = [
         lambda: edit(gpu_machine(), smoke__matmul={"correct": False, "max_relative_error": 3.0}),
         "differs",
     ),
+    ("TP534", lambda: edit(cpu_machine(), local_torch__shadowing=_LOCAL_TORCH), "Rename /w/torch"),
+    (
+        "TP534",
+        lambda: edit(
+            gpu_machine(),
+            local_torch__shadowing={**_LOCAL_TORCH, "on": "sys.path", "kind": "file"},
+        ),
+        "loads the file /w/torch on sys.path (/w)",
+    ),
 ]
 
 # (code, a probe close to its symptom that must not trigger it)
@@ -303,6 +314,12 @@ NEGATIVE: list[tuple[str, Callable[[], Probe]]] = [
     ("TP531", gpu_machine),
     ("TP532", gpu_machine),
     ("TP533", gpu_machine),
+    ("TP534", cpu_machine),
+    # A local torch later on the path than the installed one shadows nothing.
+    (
+        "TP534",
+        lambda: edit(cpu_machine(), local_torch={"shadowing": None, "local": [_LOCAL_TORCH]}),
+    ),
 ]
 
 

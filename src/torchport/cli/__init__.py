@@ -14,6 +14,7 @@ import traceback
 from torchport._version import __version__
 from torchport.cli._common import Parser
 from torchport.errors import EXIT_ERROR, EXIT_INTERRUPTED, TorchportError
+from torchport.report.streams import say, tolerant
 
 # Each module registers one subcommand; they import torch lazily, so --help stays fast.
 SUBCOMMANDS = ("check", "port", "run", "doctor", "bench", "rule")
@@ -45,12 +46,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_ERROR
-        return int(args.func(args))
+        if args.command == "run":
+            return int(args.func(args))  # the program's streams are the program's business
+        # A path or a message the terminal cannot encode is escaped, never an internal error.
+        with tolerant(sys.stdout), tolerant(sys.stderr):
+            return int(args.func(args))
     except TorchportError as exc:
-        print(f"torchport: error: {exc}", file=sys.stderr)
+        say(f"torchport: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("torchport: interrupted", file=sys.stderr)
+        say("torchport: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout closed early (e.g. piped into `head`): not an error of ours or the user's.
@@ -59,9 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         if os.environ.get("TORCHPORT_DEBUG"):
             traceback.print_exc()
-        print(
+        say(
             f"torchport: internal error: {type(exc).__name__}: {exc} "
-            "(set TORCHPORT_DEBUG=1 for the traceback, and please report it)",
-            file=sys.stderr,
+            "(set TORCHPORT_DEBUG=1 for the traceback, and please report it)"
         )
         return EXIT_ERROR

@@ -1,21 +1,29 @@
 """``torchport run [OPTIONS] SCRIPT [ARGS...]`` / ``torchport run -m MODULE [ARGS...]``.
 
-Runs the program as ``python`` would (``__main__``, ``sys.argv``, its directory on ``sys.path``,
-its exit code, stdout, stderr and tracebacks) under observation, then writes the report to
-stderr (or ``--report FILE``), also when the program raises, exits or is interrupted. The exit
-code is the program's; with ``--fail-on SEVERITY`` findings at or above it turn a clean exit
-into 1.
+Runs the program as ``python`` would (``__main__``, ``sys.argv``, ``sys.path``, ``__file__``,
+its exit code, stdout, stderr and tracebacks; SCRIPT may be a folder or a zip file with a
+``__main__.py``) under observation, then writes the report to stderr (or ``--report FILE``),
+also when the program raises, exits or is interrupted. The exit code is the program's; with
+``--fail-on SEVERITY`` findings at or above it turn a clean exit into 1.
+
+``--report FILE`` is checked before the program starts: it must be writable, and an existing
+file must be a torchport report (or empty) unless ``--force-report`` is given. A report that
+cannot be written after all goes to stderr, with one line saying why; the exit code stays the
+program's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any
 
 from torchport.cli._common import add_output_options
 from torchport.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError, require_torch
+from torchport.findings import Report, Severity
+from torchport.report import destination, render, streams
 
 
 def register(sub: Any) -> None:
@@ -40,6 +48,11 @@ def register(sub: Any) -> None:
     p.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes")
     p.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes")
     p.add_argument("--report", metavar="FILE", help="write the report to FILE, not stderr")
+    p.add_argument(
+        "--force-report",
+        action="store_true",
+        help="let --report overwrite an existing file that is not a torchport report",
+    )
     add_output_options(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] or ARGS for -m")
     p.set_defaults(func=run)
@@ -52,14 +65,16 @@ def _codes(text: str | None, default: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.module is None and not args.program:
         raise UsageError("torchport run: give a SCRIPT to run, or -m MODULE")
-    if args.module is None and not os.path.isfile(args.program[0]):
+    if args.module is None and not os.path.exists(args.program[0]):
         raise UsageError(f"torchport run: no such script: {args.program[0]}")
+    # Checked before anything runs, and resolved against the directory run starts in.
+    target = destination.prepare(args.report, args.force_report) if args.report else None
     require_torch("torchport run")
-    from torchport.findings import Severity
-    from torchport.report import render
     from torchport.runtime import watch
-    from torchport.runtime.program import run_program
+    from torchport.runtime.program import main_module_missing, run_program
 
+    if args.module is None and main_module_missing(args.program[0]):
+        raise UsageError(f"torchport run: can't find '__main__' module in {args.program[0]!r}")
     watcher = watch(
         args.simulate,
         check_finite=args.check_finite,
@@ -72,20 +87,28 @@ def run(args: argparse.Namespace) -> int:
         code = run_program(watcher, args.module, list(args.program))
     finally:
         report = watcher.report()
-        _write(report, args.output_format, args.report, render)
+        _deliver(report, args.output_format, target)
     threshold = Severity.parse(args.fail_on) if args.fail_on else None
     if code == 0 and threshold is not None and not args.exit_zero and report.fails(threshold):
         return EXIT_FINDINGS
     return code
 
 
-def _write(report: Any, fmt: str, path: str | None, render: Any) -> None:
-    sys.stdout.flush()
-    if path is None:
-        render(report, fmt, sys.stderr)
-        return
-    try:
-        with open(path, "w", encoding="utf-8") as stream:
-            render(report, fmt, stream)
-    except OSError as exc:
-        raise UsageError(f"torchport run: cannot write the report to {path}: {exc}") from None
+def _deliver(report: Report, fmt: str, target: destination.ReportFile | None) -> None:
+    """The report to its file, or to stderr; never an error that would change the exit code."""
+    streams.flush(sys.stdout)
+    if target is not None:
+        try:
+            destination.write(target, report, fmt)
+            return
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            streams.say(
+                f"torchport run: cannot write the report to {target.shown} ({reason}); "
+                "here it is on stderr instead"
+            )
+    with streams.stderr_stream() as stream:
+        if stream is not None:
+            with contextlib.suppress(OSError):  # stderr gone mid-write: nowhere left to say so
+                render(report, fmt, stream)
+                stream.flush()

@@ -1,4 +1,4 @@
-"""The environment probe, run as ``python -m torchport.doctor._probe [--smoke]`` in a subprocess.
+"""The environment probe, run in a subprocess (``probes.probe_command``; ``--smoke`` for the test).
 
 It prints one JSON object per line, ``{"<stage>": {...}}``, flushed as soon as the stage is done,
 so that when a hung driver stops it the parent still has every earlier stage and knows which one
@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
+
+from torchport.doctor._local import probe_local_torch
 
 ENV_VARS = (
     "CUDA_VISIBLE_DEVICES",
@@ -323,6 +325,7 @@ STAGES: dict[str, Callable[[], dict[str, Any]]] = {
     "env": probe_env,
     "host": probe_host,
     "packages": probe_packages,
+    "local_torch": probe_local_torch,  # before anything imports torch: it drops local ones
     "driver": probe_driver,
     "torch": probe_torch,
     "cuda": probe_cuda,

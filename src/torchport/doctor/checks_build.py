@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from torchport.doctor import drivers
@@ -273,7 +274,34 @@ def check_torch_import(probe: Probe) -> list[Finding]:
     return [env.TorchImportFailed.finding(message, fix=fix)]
 
 
+def check_local_torch(probe: Probe) -> list[Finding]:
+    shadowing = stage(probe, "local_torch").get("shadowing")
+    if not isinstance(shadowing, dict) or not isinstance(shadowing.get("path"), str):
+        return []
+    path, kind = shadowing["path"], "folder" if shadowing.get("kind") == "folder" else "file"
+    if shadowing.get("on") == "working directory":
+        where, who = "in the working directory", "every script run from there"
+    else:
+        where, who = f"on sys.path ({shadowing.get('entry')})", "every script"
+    installed = stage(probe, "torch").get("file")
+    instead = (
+        f"the installed torch ({os.path.dirname(installed)})"
+        if isinstance(installed, str)
+        else "an installed torch"
+    )
+    message = (
+        f"`import torch` loads the {kind} {path} {where}, not {instead}: {who} gets the local "
+        "one. The doctor did not run it, and probed the installed torch."
+    )
+    fix = Fix(
+        f"Rename {path} (for example to `torch_utils`), or run your scripts from another "
+        'folder; `python -c "import torch; print(torch.__file__)"` then shows the installed one.'
+    )
+    return [env.LocalTorchShadowsInstall.finding(message, fix=fix, path=path)]
+
+
 CHECKS = (
+    check_local_torch,
     check_torch_import,
     check_cpu_only_build,
     check_driver_version,

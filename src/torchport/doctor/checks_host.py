@@ -29,6 +29,7 @@ _STAGE_HINTS = {
     "env": "while reading the environment",
     "host": "while reading the host",
     "packages": "while listing packages",
+    "local_torch": "while looking for a local torch",
     "driver": "while querying the driver (NVML / nvidia-smi)",
     "torch": "in `import torch`",
     "cuda": "in CUDA initialisation",

@@ -20,9 +20,24 @@ _KILL_GRACE_S = 5.0
 _STDERR_TAIL = 2000
 
 
+# Run with -c, not -m: -m would put the working directory first on sys.path, and the probe's
+# own imports would run the user's files there (a local torch/, json.py, ...). -c puts "" there,
+# which goes before anything else is imported; -P would do it too, but only from Python 3.11.
+# torchport's own folder goes last, for a torchport that is on no other entry.
+_BOOTSTRAP = """\
+import sys
+if sys.path[:1] == [""]:
+    del sys.path[0]
+sys.path.append(sys.argv[1])
+from torchport.doctor._probe import main
+sys.exit(main(sys.argv[2:]))
+"""
+_TORCHPORT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def probe_command(smoke: bool) -> list[str]:
     """The command that runs the probe with the same interpreter as the doctor."""
-    command = [sys.executable, "-m", "torchport.doctor._probe"]
+    command = [sys.executable, "-c", _BOOTSTRAP, _TORCHPORT_ROOT]
     return [*command, "--smoke"] if smoke else command
 
 

@@ -25,6 +25,8 @@ CPU_VERDICT = "No accelerator found; running on CPU."
 _BLOCKING = {"TP504", "TP505", "TP530", "TP531", "TP533"}
 # Probe failures explain everything after them, so they lead the verdict.
 _FIRST = ("TP530", "TP531", "TP532")
+# About what the user's scripts import, not about the device: reported, but no verdict on a GPU.
+_NOT_ABOUT_THE_DEVICE = {"TP534"}
 
 
 def _cuda_devices(probe: Probe) -> list[str]:
@@ -78,6 +80,7 @@ def verdict(probe: Probe, findings: list[Finding]) -> str:
     devices = [d for ds in usable(probe, findings).values() for d in ds]
     if devices:
         return f"GPU usable: {', '.join(devices)}"
+    findings = [f for f in findings if f.code not in _NOT_ABOUT_THE_DEVICE]
     reason = _reason(findings)
     errors = any(f.severity >= Severity.ERROR for f in findings)
     if errors or (reason and accelerator_evidence(probe)):

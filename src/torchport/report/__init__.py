@@ -6,22 +6,29 @@ from typing import TextIO
 
 from torchport.findings import Report
 from torchport.report import github, json_format, sarif, terminal
+from torchport.report.streams import tolerant
 
 FORMATS = ("text", "json", "sarif", "github")
 
 
 def render(report: Report, fmt: str, stream: TextIO) -> None:
-    """Write ``report`` to ``stream`` in format ``fmt`` (one of FORMATS)."""
-    if fmt == "text":
-        terminal.render(report, stream)
-    elif fmt == "json":
-        json_format.render(report, stream)
-    elif fmt == "sarif":
-        sarif.render(report, stream)
-    elif fmt == "github":
-        github.render(report, stream)
-    else:
+    """Write ``report`` to ``stream`` in format ``fmt`` (one of FORMATS).
+
+    Characters the stream's encoding lacks are escaped (``\\xe9``), never an error.
+    """
+    renderer = _RENDERERS.get(fmt)
+    if renderer is None:
         raise ValueError(f"unknown output format {fmt!r}")
+    with tolerant(stream):
+        renderer(report, stream)
+
+
+_RENDERERS = {
+    "text": terminal.render,
+    "json": json_format.render,
+    "sarif": sarif.render,
+    "github": github.render,
+}
 
 
 __all__ = ["FORMATS", "render"]

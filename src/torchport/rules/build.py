@@ -186,3 +186,34 @@ class TorchImportFailed(Rule):
     """
 
     code, name, severity = "TP532", "torch-import-failed", Severity.ERROR
+
+
+@register
+class LocalTorchShadowsInstall(Rule):
+    """## What it does
+    Flags a folder named `torch` (with an `__init__.py`) or a `torch.py` file that
+    `import torch` would load instead of the installed torch: one in the working directory, or
+    in a `sys.path` entry (from `PYTHONPATH`, say) that comes before the install. The doctor
+    finds it by looking, never by importing it, and probes the installed torch all the same.
+
+    ## Why is this bad?
+    Every script run from that folder (or with such a file beside it) imports the local file:
+    `torch.cuda`, `torch.nn` and the rest are missing, or it is an old copy of PyTorch's sources,
+    and errors such as "module 'torch' has no attribute 'cuda'" make the install look broken
+    when it is not.
+
+    ## Example
+    ```console
+    $ ls
+    torch/  train.py
+    $ python train.py
+    AttributeError: module 'torch' has no attribute 'cuda'
+    ```
+
+    ## Use instead
+    Rename the local folder or file (for example to `torch_utils`), or run your scripts from
+    another folder; `python -c "import torch; print(torch.__file__)"` then prints the installed
+    torch's path.
+    """
+
+    code, name, severity = "TP534", "local-torch-shadows-install", Severity.ERROR

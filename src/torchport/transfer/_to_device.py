@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from torchport.transfer._device import DeviceLike
+from torchport.transfer._device import DeviceLike, default_device
 from torchport.transfer._tree import map_structure
 
 T = TypeVar("T")
@@ -76,8 +76,10 @@ def _safe_non_blocking(tensor: torch.Tensor, to_cpu: bool) -> bool:
 class Mover:
     """``to_device`` with its arguments checked once, for calling on every batch of a loop."""
 
-    def __init__(self, device: DeviceLike, non_blocking: bool | None, dtype: DtypeSpec) -> None:
-        self.device = torch.device(device)
+    def __init__(
+        self, device: DeviceLike | None, non_blocking: bool | None, dtype: DtypeSpec
+    ) -> None:
+        self.device = default_device() if device is None else torch.device(device)
         self.non_blocking = non_blocking
         self.move_tensor = tensor_mover(self.device, non_blocking, cast_table(dtype))
 
@@ -93,17 +95,23 @@ class Mover:
 
 def to_device(
     obj: T,
-    device: DeviceLike,
+    device: DeviceLike | None,
     *,
     non_blocking: bool | None = None,
     dtype: DtypeSpec = None,
 ) -> T:
     """``obj`` with every tensor inside it on ``device``; containers keep their types.
 
-    ``obj`` may nest dicts (OrderedDict, defaultdict), lists, tuples, namedtuples and dataclasses
-    (frozen too) to any depth; objects with their own ``.to()`` method are moved by it (with the
-    device only: ``dtype`` applies to tensors); anything else (strings, numbers, arrays) is
-    returned untouched. Containers are rebuilt, never changed in place.
+    ``device=None`` means :func:`default_device`, as in ``DeviceLoader``.
+
+    ``obj`` may nest dicts (OrderedDict, defaultdict), lists, tuples (namedtuples and other
+    subclasses), sets, frozensets, deques and dataclasses (frozen too) to any depth; objects with
+    their own ``.to()`` method are moved by it (with the device only: ``dtype`` applies to
+    tensors); anything else (strings, numbers, arrays) is returned untouched. Containers are
+    rebuilt, never changed in place. No tensor is left behind silently: a container holding
+    tensors that cannot be rebuilt (a mappingproxy, a tuple subclass whose constructor takes
+    something else than its items) raises TypeError, a batch that contains itself ValueError,
+    each naming the place in the batch (``batch['x'][2]``).
 
     ``non_blocking=None`` picks the safe choice per tensor: asynchronous only host->device from
     pinned memory or device->device, never device->host. ``True``/``False`` force it.
