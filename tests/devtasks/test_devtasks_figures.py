@@ -80,3 +80,27 @@ def test_the_run_report_gives_the_loop_s_wait_against_its_step_time(tmp_path: Pa
     figures = steps.run_report_figures(tmp_path / "run.json")
     assert figures["findings"] == ["TP250"]
     assert figures["loaders"][0]["wait_ms"] == 24.0 and "num_workers" not in figures["loaders"][0]
+
+
+def test_the_report_shows_the_loader_table_and_what_was_not_measured() -> None:
+    from devtasks import report
+    from devtasks.steps import Result
+
+    result = json.loads(_loader([0.99, 0.97, 0.836], [0.02, 0.03, 0.05]))
+    result["regimes"][0].update(achieved_ratio=1.02, model_iters=9)
+    result["memory"] = {"extra_mib_per_prefetch_slot": 4.0, "drift_steps": 2000,
+                        "reserved_drift_mib": 0.0}  # fmt: skip
+    figures = steps.loader_figures(json.dumps(result))
+    markdown = report.as_markdown(
+        {}, [Result("bench-loader", ["b"], {}, 0, 9.0, True, figures, "l")]
+    )
+    assert "| 1x copy | 99.0 % | 97.0 % | 83.6 % | 60.0 % |" in markdown
+    assert "- 1x copy: the step took 1.02 x the copy (9 products)" in markdown
+    assert "met: **no**" in markdown
+    assert "per prefetch slot: 4.0 MiB; reserved-memory drift over 2000 steps: 0.0 MiB" in markdown
+    figures["memory"] = {"not_measured": "needs CUDA"}
+    figures["goal_met"] = None
+    markdown = report.as_markdown(
+        {}, [Result("bench-loader", ["b"], {}, 0, 9.0, True, figures, "l")]
+    )
+    assert "drift: not measured (needs CUDA)" in markdown and "met: not measured" in markdown

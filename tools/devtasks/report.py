@@ -46,15 +46,28 @@ def _loader_section(figures: dict[str, Any]) -> list[str]:
     for regime, shares in table.items():
         cells = [f"{100 * shares[m]:.1f} %" if m in shares else "-" for m in modes]
         lines.append(f"| {regime} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for regime in figures["regimes"]:
+        lines.append(
+            f"- {regime['regime']}: the step took {regime['achieved_ratio']:.2f} x the copy "
+            f"({regime['model_iters']} products); idle the bound leaves: "
+            f"{100 * regime['unavoidable_idle_share']:.1f} %"
+        )
     memory = figures["memory"]
-    lines += [
-        "",
-        f"- extra device memory per prefetch slot: {memory.get('extra_mib_per_prefetch_slot')} MiB",
-        f"- reserved-memory drift over {memory.get('drift_steps')} steps: "
-        f"{memory.get('reserved_drift_mib')} MiB",
-        f"- goal (>= 95 % of the bound at every depth, excess GPU idle <= 5 %) met: "
-        f"{figures['goal_met']}",
-    ]
+    if memory.get("not_measured"):
+        why = memory["not_measured"]
+        lines.append(f"- device memory per prefetch slot and drift: not measured ({why})")
+    else:
+        lines.append(
+            f"- extra device memory per prefetch slot: {memory['extra_mib_per_prefetch_slot']} "
+            f"MiB; reserved-memory drift over {memory['drift_steps']} steps: "
+            f"{memory['reserved_drift_mib']} MiB"
+        )
+    goal = figures["goal_met"]
+    lines.append(
+        "- goal (>= 95 % of the bound at every depth, excess GPU idle <= 5 %) met: "
+        + ("not measured (needs CUDA)" if goal is None else ("yes" if goal else "**no**"))
+    )
     return lines
 
 
