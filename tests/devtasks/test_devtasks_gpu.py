@@ -24,6 +24,10 @@ def _fake_python_without_torch(tmp_path: Path) -> str:
     return str(script)
 
 
+POSIX = pytest.mark.skipif(os.name == "nt", reason="a shell script and process groups")
+
+
+@POSIX
 def test_without_torch_it_says_so_in_one_line_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,6 +193,7 @@ def test_doctor_passes_only_with_a_usable_gpu() -> None:
     assert gpu._usable_gpu(2, usable) == "exit code 2"
 
 
+@POSIX
 def test_the_real_runner_stops_a_step_and_what_it_started_at_the_timeout(
     tmp_path: Path,
 ) -> None:

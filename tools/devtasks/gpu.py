@@ -62,7 +62,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--out",
         type=Path,
         default=Path("gpu-report"),
-        help="folder for the report and logs (default gpu-report)",
+        help="folder for the report and logs (default gpu-report; relative to the repository)",
     )
     parser.add_argument(
         "--wheels",

@@ -73,7 +73,10 @@ def subprocess_runner(step: Step) -> Completed:
         out, err = process.communicate(timeout=step.timeout)
         code: int | None = process.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        if os.name == "nt":
+            process.kill()
+        else:
+            os.killpg(process.pid, signal.SIGKILL)  # torchrun's workers, a hung nvidia-smi
         out, err = process.communicate()
         code = None
     return Completed(code, out, err, time.perf_counter() - start)
