@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.transfer import _cuda, _pack
 from torchport.transfer._to_device import Mover, cast_table
@@ -241,3 +242,31 @@ def test_abandoned_batches_order_the_consumer_after_the_side_stream(setup: Setup
     leftovers = [stage.produce(_batch())]
     stage.abandon(leftovers)
     assert log[-1] == "consumer waits stream side" and leftovers == []
+
+
+class _CountOps(TorchDispatchMode):
+    """Counts the ATen calls made: on CUDA each one drops and retakes the GIL, which the
+    prefetch thread shares with the training loop launching its kernels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_batch_costs_one_torch_call_per_leaf_plus_a_few(setup: Setup) -> None:
+    stage = setup.stage
+
+    def calls(leaves: int) -> int:
+        batch = {f"x{i}": torch.randn(64) for i in range(leaves)}
+        stage.deliver(stage.produce(batch), 0)  # the plan and the staging views are made once
+        with _CountOps() as counter:
+            stage.deliver(stage.produce(batch), 0)
+        return counter.calls
+
+    few, many = calls(16), calls(64)
+    assert many - few <= 48  # each extra leaf: its view into the device block, nothing more
+    assert few <= 16 + 10
