@@ -2,6 +2,10 @@
 
 Each command first makes sure ``.venv`` exists and holds the pinned development environment
 (requirements-dev.txt + torchport in editable mode); it is rebuilt only when those files change.
+
+Two commands take options and live in tools/devtasks/ (``python3 dev.py COMMAND --help``):
+``wheelhouse`` fills .whl with the wheels a GPU machine needs (not torch), and ``gpu`` runs every
+GPU check on a GPU machine, from those wheels and with its own torch, into one report.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def test() -> None:
 
 def gates() -> None:
     _run(_tool("ruff"), "check", ".")
-    _run(_tool("ruff"), "format", "--check", "src", "tests", "benchmarks", "dev.py")
+    _run(_tool("ruff"), "format", "--check", "src", "tests", "benchmarks", "tools", "dev.py")
     _run(_tool("mypy"))
     _run(_tool("lint-imports"))
 
@@ -75,12 +79,32 @@ def check() -> None:
     test()
 
 
+def wheelhouse(argv: list[str]) -> int:
+    from devtasks import wheelhouse
+
+    def pip() -> list[str]:
+        setup()  # the pinned pip of .venv downloads for any target Python and platform
+        return [str(PYTHON), "-m", "pip"]
+
+    return wheelhouse.run(argv, ROOT, pip)
+
+
+def gpu(argv: list[str]) -> int:
+    from devtasks import gpu
+
+    return gpu.run(argv, ROOT)  # its own environment, from the machine's torch: no setup()
+
+
 COMMANDS = {"setup": lambda: None, "demo": demo, "test": test, "gates": gates, "check": check}
+WITH_OPTIONS = {"wheelhouse": wheelhouse, "gpu": gpu}
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in WITH_OPTIONS:
+        sys.path.insert(0, str(ROOT / "tools"))
+        return WITH_OPTIONS[argv[0]](argv[1:])
     if len(argv) != 1 or argv[0] not in COMMANDS:
-        print(f"usage: python3 dev.py {{{'|'.join(COMMANDS)}}}", file=sys.stderr)
+        print(f"usage: python3 dev.py {{{'|'.join([*COMMANDS, *WITH_OPTIONS])}}}", file=sys.stderr)
         return 2
     setup()
     COMMANDS[argv[0]]()

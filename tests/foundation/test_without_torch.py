@@ -15,10 +15,14 @@ WITHOUT_TORCH = "import sys; sys.modules['torch'] = None; "
 CLI = "import sys; from torchport.cli import main; raise SystemExit(main(sys.argv[1:]))"
 
 
-def _run(code: str, *args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    code: str, *args: str, path: Path | None = None, only_our_plugin: bool = False
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     if path is not None:  # a fake torch package that shadows the real one
         env["PYTHONPATH"] = str(path)
+    if only_our_plugin:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True, text=True, env=env, check=False, timeout=120,
@@ -77,9 +81,11 @@ def test_a_torch_older_than_2_4_is_refused(tmp_path: Path) -> None:
 def test_pytest_plugin_imports_no_torch_until_asked(tmp_path: Path) -> None:
     (tmp_path / "test_plain.py").write_text("def test_ok():\n    assert True\n", encoding="utf-8")
     pytest_main = "import pytest; raise SystemExit(pytest.main(sys.argv[1:]))"
-    common = ["-p", "no:cacheprovider", "-q", str(tmp_path / "test_plain.py")]
-    plain = _run(WITHOUT_TORCH + pytest_main, *common)
-    asked = _run(WITHOUT_TORCH + pytest_main, "--torchport", *common)
+    # torchport's plugin alone (through its entry point): a plugin the machine happens to have
+    # installed must not be what imports torch here.
+    common = ["-p", "torchport", "-p", "no:cacheprovider", "-q", str(tmp_path / "test_plain.py")]
+    plain = _run(WITHOUT_TORCH + pytest_main, *common, only_our_plugin=True)
+    asked = _run(WITHOUT_TORCH + pytest_main, "--torchport", *common, only_our_plugin=True)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "1 passed" in plain.stdout
     assert asked.returncode == pytest.ExitCode.USAGE_ERROR

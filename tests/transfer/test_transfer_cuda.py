@@ -17,6 +17,8 @@ import torch
 from transfer_support import CASTS, assert_matches_cpu_reference, make_batch
 
 from torchport.transfer import DeviceLoader, to_device
+from torchport.transfer._cuda import CudaStage
+from torchport.transfer._to_device import Mover
 
 pytestmark = pytest.mark.cuda
 
@@ -59,6 +61,22 @@ def test_reserved_memory_does_not_drift_across_epochs() -> None:
             batch["small"][0].add_(1)
     torch.cuda.synchronize()
     assert torch.cuda.memory_reserved() == reserved
+
+
+def test_the_next_batch_is_copied_while_the_current_step_still_runs() -> None:
+    device = torch.device("cuda", torch.cuda.current_device())
+    mover = Mover(device, None, None)
+    stage = CudaStage(device, torch.cuda.Stream(device), {}, mover, depth=1)
+    batches = [{"x": torch.randn(1 << 16) + i} for i in range(2)]
+    first = stage.deliver(stage.produce(batches[0]), 0)  # nothing queued behind it
+    torch.cuda._sleep(200_000_000)  # the training step: ~0.1 s of GPU time on the consumer
+    second = stage.produce(batches[1])
+    second.ready.synchronize()  # the copy of batch 2 has landed ...
+    step_done = torch.cuda.current_stream(device).query()
+    torch.cuda.synchronize(device)
+    assert not step_done  # ... while the step was still running: it did not wait for it
+    assert torch.equal(stage.deliver(second, 0)["x"].cpu(), batches[1]["x"])
+    assert torch.equal(first["x"].cpu(), batches[0]["x"])
 
 
 def test_loop_runs_clean_under_cuda_sanitizer() -> None:

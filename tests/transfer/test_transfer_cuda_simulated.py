@@ -93,3 +93,15 @@ def test_a_thread_that_outlives_the_simulated_block_stops_simulating() -> None:
         after = pool.submit(made_on_cuda).result()
     assert inside is SimTensor
     assert after is not SimTensor
+
+
+def test_a_simulated_gpu_beside_a_cuda_build_gets_the_plain_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch.version, "cuda", "13.0")  # as on a GPU machine
+    assert DeviceLoader([], "cuda").background  # real CUDA streams: the CUDA stage
+    with watch(simulate="cuda"):
+        # The run report times the loader and counts copies at the user's lines only on the
+        # plain path; the simulation's streams are stand-ins there is nothing to overlap on.
+        assert not DeviceLoader([], "cuda").background
+        assert DeviceLoader([], "cuda", background=True).background

@@ -17,12 +17,22 @@ def test_malformed_override_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) ->
         default_device()
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_override_naming_a_missing_gpu_fails_instead_of_falling_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    missing = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU, on any machine
+    monkeypatch.setenv("TORCHPORT_DEVICE", missing)
+    with pytest.raises(RuntimeError, match=rf"TORCHPORT_DEVICE='{missing}'.*not usable"):
+        default_device()
+
+
+def test_override_past_the_last_gpu_of_a_cuda_machine_names_the_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setenv("TORCHPORT_DEVICE", "cuda:1")
-    with pytest.raises(RuntimeError, match=r"TORCHPORT_DEVICE='cuda:1'.*not usable"):
+    with pytest.raises(RuntimeError, match=r"index 1 is out of range: 1 cuda device"):
         default_device()
 
 

@@ -102,7 +102,7 @@ class _ExplodingStage:
             raise RuntimeError("stage failed")
         return batch
 
-    def deliver(self, staged: int) -> int:
+    def deliver(self, staged: int, ahead: int) -> int:
         return staged
 
     def abandon(self, staged: list[int]) -> None:
@@ -166,7 +166,7 @@ class _LedgerStage:
         self.produced.append(batch)
         return batch
 
-    def deliver(self, staged: int) -> int:
+    def deliver(self, staged: int, ahead: int) -> int:
         self.delivered.append(staged)
         return staged
 
@@ -207,3 +207,28 @@ def test_batch_being_produced_at_close_is_abandoned_by_the_stage() -> None:
     iterator.close()  # joins the worker, which finishes batch 3 after the gate opens
     opener.join()
     assert stage.abandoned == [3]
+
+
+def test_deliver_is_told_whether_the_worker_is_ahead() -> None:
+    reached, gate = threading.Event(), threading.Event()
+
+    def source() -> Iterator[int]:
+        yield 0
+        yield 1
+        reached.set()  # both batches are queued: the worker asks for the next one
+        gate.wait(timeout=10)
+        yield 2
+
+    aheads: list[int] = []
+
+    class Recording(_LedgerStage):
+        def deliver(self, staged: int, ahead: int) -> int:
+            aheads.append(ahead)
+            return super().deliver(staged, ahead)
+
+    iterator: PrefetchIterator[int] = PrefetchIterator(source(), Recording(), 4)
+    assert reached.wait(timeout=10)
+    assert [next(iterator), next(iterator)] == [0, 1]
+    assert aheads == [1, 0]  # batch 1 waited behind batch 0; then the worker was blocked
+    gate.set()
+    assert list(iterator) == [2]

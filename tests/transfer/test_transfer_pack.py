@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import torch
 
 from torchport.transfer import _pack
@@ -12,26 +13,40 @@ def _leaves() -> list[torch.Tensor]:
         torch.tensor([True, False, True]),
         torch.empty(0, 4),
         torch.arange(5, dtype=torch.uint8),
+        torch.arange(8.0).reshape(2, 2, 2).to(torch.complex64),
     ]
 
 
-def test_every_slot_starts_aligned_and_slots_do_not_overlap() -> None:
-    slots, total = _pack.plan(_leaves())
-    assert all(s.offset % _pack.ALIGN == 0 for s in slots)
+def _specs(leaves: list[torch.Tensor]) -> list[tuple[torch.dtype, torch.Size]]:
+    return [(t.dtype, t.shape) for t in leaves]
+
+
+@pytest.mark.parametrize("start", [0, 1, 300])
+def test_every_slot_starts_aligned_and_slots_do_not_overlap(start: int) -> None:
+    slots, end = _pack.layout(_specs(_leaves()), start)
+    assert all(s.offset % _pack.ALIGN == 0 and s.offset >= start for s in slots)
     ends = [s.offset + s.nbytes for s in slots]
-    assert all(end <= nxt.offset for end, nxt in zip(ends, slots[1:], strict=False))
-    assert total >= ends[-1] and total % _pack.ALIGN == 0
+    assert all(e <= nxt.offset for e, nxt in zip(ends, slots[1:], strict=False))
+    assert end >= ends[-1] and end % _pack.ALIGN == 0
 
 
-def test_pack_then_view_round_trips_values_dtypes_and_shapes() -> None:
+def test_copy_all_then_views_round_trip_values_dtypes_and_shapes() -> None:
     leaves = _leaves()
-    slots, total = _pack.plan(leaves)
-    buffer = torch.full((total,), 0xAB, dtype=torch.uint8)
-    _pack.pack(leaves, slots, buffer)
-    for leaf, slot in zip(leaves, slots, strict=True):
-        out = _pack.view(buffer, slot)
-        assert out.dtype == leaf.dtype and out.shape == leaf.shape
+    slots, end = _pack.layout(_specs(leaves))
+    buffer = torch.full((end,), 0xAB, dtype=torch.uint8)
+    _pack.copy_all(_pack.views(buffer, slots), leaves)
+    for leaf, out in zip(leaves, _pack.views(buffer, slots), strict=True):
+        assert out.dtype == leaf.dtype and out.shape == leaf.shape and out.is_contiguous()
         assert torch.equal(out, leaf)
+
+
+def test_views_share_the_buffer_and_start_at_their_slot() -> None:
+    leaves = _leaves()
+    slots, end = _pack.layout(_specs(leaves), 512)
+    buffer = torch.zeros(end, dtype=torch.uint8)
+    for slot, out in zip(slots, _pack.views(buffer, slots), strict=True):
+        assert out.untyped_storage().data_ptr() == buffer.data_ptr()
+        assert out.storage_offset() * out.element_size() == slot.offset
 
 
 def test_only_plain_dense_cpu_tensors_are_packed() -> None:

@@ -30,13 +30,37 @@ def render(kind: str, result: dict[str, Any], stream: TextIO) -> None:
         for direction, ceiling in result["ceiling_gb_per_s"].items():
             console.print(f"ceiling {direction}: {ceiling:.2f} GB/s (best measured)")
     else:
-        console.print(
-            f"batch {result['batch_mib']:.2f} MiB, copy {result['copy_ms']:.3f} ms, "
-            f"loader alone {result['loader_alone_steps_per_s']:.0f} steps/s; "
-            "bound = min(data already on device, loader alone)"
-        )
+        for line in _loader_notes(result):
+            console.print(line)
     for reason in result["skipped"]:
         console.print(f"skipped: {reason}")
+
+
+def _loader_notes(result: dict[str, Any]) -> list[str]:
+    lines = [
+        f"batch {result['batch_mib']:.2f} MiB, copy {result['copy_ms']:.3f} ms, "
+        f"loader alone {result['loader_alone_steps_per_s']:.0f} steps/s (best depth); "
+        "bound = min(data already on device, loader alone)"
+    ]
+    for regime in result["regimes"]:
+        lines.append(
+            f"{regime['regime']}: {regime['model_iters']} products, step "
+            f"{regime['compute_ms']:.3f} ms = {regime['achieved_ratio']:.2f} x the copy; "
+            f"idle the bound leaves: {_percent(regime['unavoidable_idle_share'])}"
+        )
+    memory = result["memory"]
+    if memory.get("not_measured"):
+        why = memory["not_measured"]
+        lines.append(f"device memory per prefetch slot and its drift: not measured ({why})")
+    else:
+        slot = memory["extra_mib_per_prefetch_slot"]
+        lines.append(
+            "extra device memory per prefetch slot: "
+            + ("-" if slot is None else f"{slot:.1f} MiB")
+            + f"; reserved-memory drift over {memory['drift_steps']} steps at prefetch="
+            f"{memory['drift_prefetch']}: {memory['reserved_drift_mib']:+.1f} MiB"
+        )
+    return lines
 
 
 def _transfer_table(result: dict[str, Any]) -> Table:

@@ -35,6 +35,8 @@ def register(sub: Any) -> None:
     loader.add_argument("--leaf-size", default="256KiB", help="bytes per tensor (default 256KiB)")
     loader.add_argument("--steps", type=int, default=100, help="steps per mode (default 100)")
     loader.add_argument("--depths", default="1,2,4", help="DeviceLoader prefetch depths")
+    loader.add_argument("--drift-steps", type=int, default=2000,
+                        help="steps of the reserved-memory drift run (CUDA)")  # fmt: skip
     for command in (transfer, loader):
         command.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
@@ -84,11 +86,15 @@ def _loader(args: argparse.Namespace) -> dict[str, Any]:
     try:
         depths = tuple(int(d) for d in args.depths.split(","))
         spec = LoaderSpec(leaves=args.leaves, leaf_bytes=parse_size(args.leaf_size),
-                          steps=args.steps, depths=depths)  # fmt: skip
+                          steps=args.steps, depths=depths,
+                          drift_steps=args.drift_steps)  # fmt: skip
     except ValueError as exc:
         raise UsageError(f"torchport bench loader: {exc}") from None
-    if spec.leaves < 1 or spec.steps <= 10 or min(depths) < 1:
-        raise UsageError("torchport bench loader: need --leaves >= 1, --steps > 10, depths >= 1")
+    if spec.leaves < 1 or spec.steps <= 10 or min(depths) < 1 or spec.drift_steps < 1:
+        raise UsageError(
+            "torchport bench loader: need --leaves >= 1, --steps > 10, depths >= 1, "
+            "--drift-steps >= 1"
+        )
     with _progress("bench loader") as advance:
         return measure_loader(spec, progress=advance)
 

@@ -28,8 +28,11 @@ class DeviceLoader(Generic[B]):
 
     On CUDA, a background thread stays up to ``prefetch`` batches ahead: it packs each batch into
     pinned memory and copies it on a side stream, and the consumer's stream waits on an event per
-    batch (see ``_cuda.py``). On other devices batches are moved as they are requested, which is
-    nearly free on the CPU; ``background=True`` moves them on the thread there too.
+    batch (see ``_cuda.py``). Each batch is one device allocation; besides the batch the loop
+    holds, at most ``prefetch + 1`` batches are on the device (queued, and one being copied), and
+    at most ``prefetch + 1`` pinned staging buffers on the host. On other devices batches are
+    moved as they are requested, which is nearly free on the CPU; ``background=True`` moves them
+    on the thread there too.
 
     ``non_blocking`` is passed to :func:`to_device` wherever batches are moved by it; the CUDA
     staging path always copies asynchronously, from its own pinned buffers.
@@ -61,12 +64,12 @@ class DeviceLoader(Generic[B]):
         self.non_blocking = non_blocking
         self._casts = cast_table(dtype)  # validates dtype now rather than at the first batch
         if background is None:
-            # The CUDA stage needs a CUDA build. A CPU-only build that reports a "cuda" device
-            # (torchport run --simulate cuda) gets the plain path on the caller's thread, where
-            # the run report can time the loader and count the copies at the user's lines;
-            # background=True runs the CUDA stage on the simulated device too (its tests do).
-            built = torch.version.cuda is not None or torch.version.hip is not None
-            background = self.device.type == "cuda" and built
+            # The CUDA stage needs real CUDA streams. A simulated "cuda" device (torchport run
+            # --simulate cuda, on a CPU-only build or beside a real GPU) gets the plain path on
+            # the caller's thread, where the run report can time the loader and count the copies
+            # at the user's lines; background=True runs the CUDA stage on the simulated device
+            # too (its tests do).
+            background = self.device.type == "cuda" and _real_cuda_streams()
         self.background = background
         # One side stream per device for the loader's whole life: a new stream per epoch would
         # give the caching allocator a new pool each time and grow reserved memory (timm#2781).
@@ -84,9 +87,8 @@ class DeviceLoader(Generic[B]):
             side = self._sides.get(device)
             if side is None:
                 side = self._sides[device] = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-            return PrefetchIterator(
-                source, CudaStage(device, side, self._casts, move), self.prefetch
-            )
+            stage = CudaStage(device, side, self._casts, move, self.prefetch)
+            return PrefetchIterator(source, stage, self.prefetch)
         return PrefetchIterator(source, _HostStage(move), self.prefetch)
 
     def __len__(self) -> int:
@@ -138,11 +140,18 @@ class _HostStage:
     def produce(self, batch: Any) -> Any:
         return self.move(batch)
 
-    def deliver(self, staged: Any) -> Any:
+    def deliver(self, staged: Any, ahead: int) -> Any:
         return staged
 
     def abandon(self, staged: list[Any]) -> None:
         staged.clear()
+
+
+def _real_cuda_streams() -> bool:
+    """A CUDA (or ROCm) build whose streams are its own, not a simulation's stand-ins."""
+    built = torch.version.cuda is not None or torch.version.hip is not None
+    base = getattr(torch._C, "_CudaStreamBase", None)
+    return built and base is not None and issubclass(torch.cuda.Stream, base)
 
 
 def _concrete(device: torch.device) -> torch.device:

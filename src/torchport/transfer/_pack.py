@@ -5,10 +5,15 @@ more time issuing copies than moving bytes. Copying the leaves into one pinned b
 (a memcpy, at tens of GB/s) and moving that buffer in one copy is much faster; on the device each
 leaf is then a view into the copied buffer. Offsets are aligned so that every view is aligned for
 vectorised kernels.
+
+Every call into torch drops and retakes the GIL, which the prefetch thread shares with the
+training loop; so views are made with one call each (``as_strided`` on the buffer seen as the
+leaf's dtype) and the packing copies are issued as one call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -18,12 +23,16 @@ ALIGN = 256  # bytes; what the CUDA caching allocator guarantees for a fresh all
 
 @dataclass(frozen=True)
 class Slot:
-    """Where one leaf lives in the packed buffer."""
+    """Where a tensor lives in a byte buffer: a contiguous ``shape`` of ``dtype`` at ``offset``."""
 
     offset: int
-    nbytes: int
     dtype: torch.dtype
     shape: torch.Size
+    strides: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape.numel() * self.dtype.itemsize
 
 
 def can_pack(tensor: torch.Tensor) -> bool:
@@ -37,24 +46,46 @@ def can_pack(tensor: torch.Tensor) -> bool:
     )
 
 
-def plan(tensors: list[torch.Tensor]) -> tuple[list[Slot], int]:
-    """The slot of each tensor and the total size of the packed buffer in bytes."""
+def aligned(nbytes: int) -> int:
+    return -(-nbytes // ALIGN) * ALIGN
+
+
+def layout(
+    specs: Sequence[tuple[torch.dtype, torch.Size]], start: int = 0
+) -> tuple[list[Slot], int]:
+    """A slot for each (dtype, shape), packed from byte ``start`` (aligned); and the aligned end."""
     slots = []
-    offset = 0
-    for tensor in tensors:
-        nbytes = tensor.numel() * tensor.element_size()
-        slots.append(Slot(offset, nbytes, tensor.dtype, tensor.shape))
-        offset += -(-nbytes // ALIGN) * ALIGN
+    offset = aligned(start)
+    for dtype, shape in specs:
+        slot = Slot(offset, dtype, shape, _contiguous_strides(shape))
+        slots.append(slot)
+        offset += aligned(slot.nbytes)
     return slots, offset
 
 
-def view(buffer: torch.Tensor, slot: Slot) -> torch.Tensor:
-    """The leaf stored at ``slot`` of a uint8 ``buffer``, as a tensor of its dtype and shape."""
-    raw = buffer[slot.offset : slot.offset + slot.nbytes]
-    return raw.view(slot.dtype).view(slot.shape)
+def views(buffer: torch.Tensor, slots: Sequence[Slot]) -> list[torch.Tensor]:
+    """The tensor at each slot of the uint8 ``buffer`` (whose length is a multiple of ALIGN)."""
+    typed: dict[torch.dtype, torch.Tensor] = {}
+    out = []
+    for slot in slots:
+        base = typed.get(slot.dtype)
+        if base is None:
+            base = typed[slot.dtype] = buffer.view(slot.dtype)
+        start = base.storage_offset() + slot.offset // slot.dtype.itemsize
+        out.append(base.as_strided(slot.shape, slot.strides, start))
+    return out
 
 
-def pack(tensors: list[torch.Tensor], slots: list[Slot], buffer: torch.Tensor) -> None:
-    """Copy each tensor into its slot of ``buffer`` (non-contiguous sources are gathered)."""
-    for tensor, slot in zip(tensors, slots, strict=True):
-        view(buffer, slot).copy_(tensor)
+def copy_all(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    """``target.copy_(source)`` for each pair, issued as one call (non-contiguous sources too)."""
+    if targets:
+        torch._foreach_copy_(targets, sources)
+
+
+def _contiguous_strides(shape: torch.Size) -> tuple[int, ...]:
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))

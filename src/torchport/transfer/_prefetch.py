@@ -25,8 +25,12 @@ class Stage(Protocol):
     def produce(self, batch: Any) -> Any:
         """Worker thread: start moving ``batch``; returns what ``deliver`` needs."""
 
-    def deliver(self, staged: Any) -> Any:
-        """Consumer thread: make the staged batch safe to use here and return it."""
+    def deliver(self, staged: Any, ahead: int) -> Any:
+        """Consumer thread: make the staged batch safe to use here and return it.
+
+        ``ahead`` is how many produced items already wait behind it: 0 means the worker is not
+        ahead of the consumer (it is producing the next batch, or waiting for the source).
+        """
 
     def abandon(self, staged: list[Any]) -> None:
         """Consumer side, worker stopped: release batches that will never be delivered."""
@@ -130,7 +134,7 @@ class PrefetchIterator(Generic[B]):
             if hasattr(error, "add_note"):
                 error.add_note("(raised while DeviceLoader prefetched this batch)")
             raise error
-        result: B = self._stage.deliver(item)
+        result: B = self._stage.deliver(item, self._queue.qsize())
         return result
 
     def close(self) -> None:
