@@ -189,16 +189,23 @@ class Placement:
             if val.scalar or val.kind is Kind.MODULE:
                 continue
             if meet.module and val.kind is Kind.UNKNOWN and not val.origins:
-                if self.mode is Mode.PORT and not self.aware:  # an input the analysis cannot see
+                # the program's own step gives a model something the analysis cannot see into
+                if self._porting and Role.SCRIPT in self.roles_of(meet.func):
                     yield Conflict(meet, expr, [], devices[0])
                 continue
             host = [o for o in val.origins if self.place(o) is Place.HOST]
-            if host and (self.mode is Mode.PORT or self._all_host(val)):
+            # what the program already places is only changed where it surely fails
+            if host and (self._porting or self._all_host(val)):
                 towards = next(((e, v) for e, v in devices if e is not expr), devices[0])
                 yield Conflict(meet, expr, host, towards)
 
+    @property
+    def _porting(self) -> bool:
+        """Porting a program that does not place anything itself: everything is decided here."""
+        return self.mode is Mode.PORT and not self.aware
+
     def _certain_device(self, val: Val) -> bool:
-        if self.mode is Mode.PORT and not self.aware:
+        if self._porting:
             return self.on_device(val)
         places = self.places(val)
         return places == {Place.DEVICE}

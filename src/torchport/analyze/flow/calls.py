@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from torchport.analyze.flow import methods, torchapi
+from torchport.analyze.flow import methods, torchapi, vocab
 from torchport.analyze.flow.events import ModuleMove
 from torchport.analyze.flow.exprs import attribute, evaluate
 from torchport.analyze.flow.interp import Frame, Interp
@@ -113,12 +113,25 @@ def _is_port_helper(func: FuncInfo) -> bool:
 def module_call(c: Invocation, module: Val) -> Val:
     """``model(x)``: a program module runs its ``forward``; a torch module's input meets it."""
     cls = module.ref
+    if module.qual in vocab.WRAPPERS:
+        _moved_by_wrapper(c, module)
     if isinstance(cls, ClassInfo):
         forward = cls.method("forward")
         if forward is not None:
             return program_call(c, forward, module)
     c.meet([(c.node.func, module), *c.everything], f"`{c.text(c.node.func)}(...)`", module=True)
     return torchapi.module_output(module, [v for _, v in c.everything])
+
+
+def _moved_by_wrapper(c: Invocation, module: Val) -> None:
+    """DataParallel and DDP (with ``device_ids``) copy their inputs to the module's device."""
+    from torchport.analyze.flow.exprs import moved_to
+
+    label = f"the inputs `{c.text(c.node.func)}` copies to its device"
+    made = c.origin(OKind.MOVE, Place.ANY, label)
+    made.follows = module.origins or None
+    c.args = [(e, moved_to(v, made)) for e, v in c.args]
+    c.kwargs = {k: (e, moved_to(v, made)) for k, (e, v) in c.kwargs.items()}
 
 
 def method(c: Invocation, receiver: Val, name: str) -> Val:

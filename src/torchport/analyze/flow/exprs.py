@@ -171,7 +171,7 @@ def attribute(ip: Interp, fr: Frame, expr: ast.Attribute, base: Val) -> Val:
     name = expr.attr
     if base.kind is Kind.QUAL and base.qual is not None:
         dotted = K.canonical(f"{base.qual}.{name}")
-        symbol = ip.program.lookup(dotted)
+        symbol = ip.program.lookup(dotted, fr.unit)
         return ip.function_value(symbol) if symbol is not None else Val(Kind.QUAL, qual=dotted)
     if base.kind is Kind.TENSOR:
         if name in SAME_TENSOR:

@@ -115,7 +115,7 @@ class Interp:
             seen.add(id(unit))
             for target in [*unit.ctx.imports.values(), *unit.relative_imports.values()]:
                 for dotted in (target, target.rpartition(".")[0]):
-                    dep = self.program.module_unit(dotted)
+                    dep = self.program.module_unit(dotted, unit)
                     if dep is not None and dep is not unit:
                         visit(dep)
             order.append(unit)
@@ -371,10 +371,10 @@ class Interp:
             return self.function_value(unit.classes[name])
         target = self.program.import_target(unit, name)
         if target is not None:
-            symbol = self.program.lookup(target)
+            symbol = self.program.lookup(target, unit)
             if symbol is not None:
                 return self.function_value(symbol)
-            module = self.program.module_unit(target)
+            module = self.program.module_unit(target, unit)
             if module is not None:
                 self.run_unit(module)
             return Val(Kind.QUAL, qual=K.canonical(target))

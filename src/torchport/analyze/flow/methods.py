@@ -55,6 +55,9 @@ def tensor_method(c: Invocation, recv: Val, name: str) -> Val:
 def _operation(c: Invocation, recv: Val, name: str, receiver: ast.expr) -> Val:
     """``x.add(y)``, ``x.masked_fill(mask, v)``...: tensors given must be where ``x`` is."""
     tensors = c.tensors()
+    if name in V.VALUE_LAST and c.args:
+        value = c.args[-1][0]
+        tensors = [(e, v) for e, v in tensors if e is not value]
     meeting = [(e, v) for e, v in tensors if not v.scalar]
     if meeting and name not in V.NO_MEET and not recv.scalar:
         c.meet([(receiver, recv), *meeting], f"`.{name}()`")

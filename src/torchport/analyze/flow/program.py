@@ -185,11 +185,13 @@ class Program:
         paths = [c.path for c in contexts] + list(all_paths)
         self.units: list[Unit] = []
         self.by_module: dict[str, Unit] = {}
+        self.by_path: dict[str, Unit] = {}
         for ctx in contexts:
             name, is_init = module_name(ctx.path, paths)
             unit = Unit(ctx, name, is_init)
             self.units.append(unit)
             self.by_module.setdefault(name, unit)
+            self.by_path[str(PurePath(ctx.path))] = unit
         for unit in self.units:
             self._collect(unit)
         for unit in self.units:
@@ -240,7 +242,7 @@ class Program:
             if expr.id in unit.functions:
                 return unit.functions[expr.id]
         dotted = self.imported(unit, expr)
-        return self.lookup(dotted) if dotted else None
+        return self.lookup(dotted, unit) if dotted else None
 
     def imported(self, unit: Unit, expr: ast.expr) -> str | None:
         """The full dotted name ``expr`` refers to through the unit's imports (relative too)."""
@@ -257,10 +259,10 @@ class Program:
             return found
         return unit.relative_imports.get(name)
 
-    def lookup(self, dotted: str) -> FuncInfo | ClassInfo | None:
+    def lookup(self, dotted: str, near: Unit | None = None) -> FuncInfo | ClassInfo | None:
         """A function or class of the program by its dotted name (``pkg.model.Net``)."""
         module, _, name = dotted.rpartition(".")
-        unit = self.by_module.get(module)
+        unit = self.module_unit(module, near)
         if unit is None:
             return None
         if name in unit.classes:
@@ -270,11 +272,23 @@ class Program:
         # re-exported by `from .model import Net` in a package's __init__
         target = self.import_target(unit, name)
         if target is not None and target != dotted:
-            return self.lookup(target)
+            return self.lookup(target, unit)
         return None
 
-    def module_unit(self, dotted: str) -> Unit | None:
-        return self.by_module.get(dotted)
+    def module_unit(self, dotted: str, near: Unit | None = None) -> Unit | None:
+        """The file ``import dotted`` reads: a package module, or (as Python finds it from the
+        importing script's folder) a file under a folder with no ``__init__.py``."""
+        found = self.by_module.get(dotted)
+        if found is not None or near is None or not dotted:
+            return found
+        relative = PurePath(*dotted.split("."))
+        folder = PurePath(near.path).parent
+        for base in [folder, *folder.parents][:4]:
+            for candidate in (base / f"{relative}.py", base / relative / "__init__.py"):
+                unit = self.by_path.get(str(candidate))
+                if unit is not None:
+                    return unit
+        return None
 
 
 def components(contexts: list[FileContext]) -> list[list[FileContext]]:
@@ -292,7 +306,7 @@ def components(contexts: list[FileContext]) -> list[list[FileContext]]:
     for unit in program.units:
         for target in [*unit.ctx.imports.values(), *unit.relative_imports.values()]:
             for dotted in (target, target.rpartition(".")[0]):
-                other = program.module_unit(dotted)
+                other = program.module_unit(dotted, unit)
                 if other is not None:
                     group_of[find(group[id(unit)])] = find(group[id(other)])
     out: dict[int, list[FileContext]] = {}

@@ -296,16 +296,16 @@ def _module_state(ip: Interp, cls: object, value: Val) -> Val:
 def _store_item(ip: Interp, fr: Frame, target: ast.Subscript, value: Val, stmt: ast.AST) -> None:
     base = evaluate(ip, fr, target.value)
     index = evaluate(ip, fr, target.slice)
-    if base.tensorish:
+    if base.kind is Kind.TENSOR:
         if value.tensorish and not value.scalar:
-            ip.meet(
-                fr,
-                stmt,
-                [(target.value, base), (getattr(stmt, "value", target), value)],
-                "an item assignment",
-            )
+            stored = getattr(stmt, "value", target)
+            ip.meet(fr, stmt, [(target.value, base), (stored, value)], "an item assignment")
         if index.tensorish and not index.scalar:
             ip.meet(fr, target, [(target.value, base), (target.slice, index)], "indexing")
+        return
+    if base.kind is Kind.UNKNOWN and base.origins and isinstance(target.value, ast.Name):
+        # `batch[key] = batch[key].to(device)`: the container now holds what was stored
+        fr.env[target.value.id] = Val(Kind.UNKNOWN, base.origins | value.origins, item=base.item)
         return
     if base.kind is Kind.SEQ and isinstance(target.value, ast.Name):
         key = target.slice

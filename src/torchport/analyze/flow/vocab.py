@@ -13,7 +13,7 @@ def _torch(*names: str) -> frozenset[str]:
 FACTORIES = _torch(
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
     "linspace", "logspace", "eye", "tril_indices", "triu_indices", "empty_strided", "range",
-    "scalar_tensor", "complex", "zeros_like", "ones_like", "empty_like", "full_like",
+    "scalar_tensor", "complex",
 )  # fmt: skip
 LIKE = _torch(
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
@@ -86,7 +86,11 @@ SAME_PLACE = frozenset(
     {"new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "view_as", "expand_as",
      "reshape_as", "copy_", "set_", "resize_as_"}
 )  # fmt: skip
-NO_MEET = frozenset({"copy_", "type_as", "view_as", "expand_as", "reshape_as", "to", "new_tensor"})
+NO_MEET = frozenset(
+    {"copy_", "type_as", "view_as", "expand_as", "reshape_as", "to", "new_tensor", "fill_"}
+)  # fmt: skip
+# Methods whose last argument is a fill value: a 0-dim tensor from any device will do.
+VALUE_LAST = frozenset({"masked_fill", "masked_fill_", "index_fill", "index_fill_"})
 SEQ_RESULTS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes"})
 REDUCTIONS = frozenset(
     {"sum", "mean", "max", "min", "std", "var", "norm", "prod", "all", "any", "count_nonzero",
