@@ -56,14 +56,14 @@ def _operation(c: Invocation, recv: Val, name: str, receiver: ast.expr) -> Val:
     """``x.add(y)``, ``x.masked_fill(mask, v)``...: tensors given must be where ``x`` is."""
     tensors = c.tensors()
     if name in V.VALUE_LAST and c.args:
-        value = c.args[-1][0]
-        tensors = [(e, v) for e, v in tensors if e is not value]
+        fill = c.args[-1][0]
+        tensors = [(e, v) for e, v in tensors if e is not fill]
     meeting = [(e, v) for e, v in tensors if not v.scalar]
     if meeting and name not in V.NO_MEET and not recv.scalar:
         c.meet([(receiver, recv), *meeting], f"`.{name}()`")
     origins = recv.origins
-    for _, value in tensors:
-        origins = origins | value.origins
+    for _, given in tensors:
+        origins = origins | given.origins
     if name in V.SEQ_RESULTS:
         return seq(tensor(origins, dtype=recv.dtype))
     scalar = (name in V.REDUCTIONS and not c.args and not c.kwargs) or recv.scalar
