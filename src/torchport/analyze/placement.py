@@ -148,6 +148,7 @@ class Placement:
                 store.cls.is_module
                 and store.func.name == "__init__"
                 and store.val.kind is Kind.TENSOR
+                and store.val.qual != "torch.nn.Parameter"
             ):
                 for origin in store.val.origins:
                     if origin.kind in (OKind.FACTORY, OKind.DATA):
@@ -159,6 +160,9 @@ class Placement:
         pinned = self._pinned()
         added = False
         changed = True
+        # Origins moved at use this round: their other meetings are seen again after the
+        # re-interpretation (what was computed from a moved value is on the device then).
+        self._moving: set[Origin | None] = set()
         while changed:
             changed = False
             self._places.clear()
@@ -218,13 +222,14 @@ class Placement:
             return self._move_at_use(conflict, None)
         result = ""
         for origin in conflict.host:
-            if origin in self.decided:
+            if origin in self.decided or origin in self._moving:
                 continue
             if origin not in pinned and self._movable(origin):
                 self.decided[origin] = Place.DEVICE
                 result = "decided"
                 continue
             result = self._move_at_use(conflict, origin) or result
+            self._moving.add(origin)
         return result
 
     def _move_at_use(self, conflict: Conflict, origin: Origin | None) -> str:

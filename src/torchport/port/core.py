@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from torchport.analyze import engine
 from torchport.analyze.context import FileContext
 from torchport.analyze.fixer import apply_edits
 from torchport.analyze.flow.program import Unit, components
 from torchport.analyze.placement import Mode, analyse
-from torchport.findings import Finding
+from torchport.findings import Finding, Severity
 from torchport.port import amp, header, rewrites
 from torchport.port.options import PortOptions
 from torchport.port.plan import Planner, UnitPlan
@@ -96,7 +97,7 @@ def _port_program(
             plan.edits.extend(autocast)
             plan.uses_device = plan.uses_device or bool(autocast)
         after = _apply(unit, plan, options)
-        notes = list(plan.notes)
+        notes = [*plan.notes, *_left_for_check(after, unit.path)]
         if options.distributed:
             from torchport.port.distributed import distribute
 
@@ -124,6 +125,20 @@ def _apply(unit: Unit, plan: UnitPlan, options: PortOptions) -> str:
     edits = [*plan.edits, *header.header_edits(ctx, blocks, imports)]
     after, _ = apply_edits(ctx.source, edits)
     return after
+
+
+def _left_for_check(after: str, path: str) -> list[Finding]:
+    """The device errors ``check`` still finds in the ported text: the port never reports
+    "No findings" over code that ``check`` says will fail on a device."""
+    try:
+        found = engine.analyze(after, path, lambda code: code.startswith("TP1"))
+    except SyntaxError:
+        return []  # reported where the result is checked before it is written
+    return [
+        replace(f, message=f"after porting, {f.message}")
+        for f in found
+        if f.severity is Severity.ERROR and f.code != "TP100"
+    ]
 
 
 def _device_name(ctx: FileContext) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport.analyze.flow.events import AttrStore
 from torchport.analyze.flow.program import Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, all_origins, element
 from torchport.findings import Severity
@@ -24,6 +25,8 @@ def buffers_for(planner: Planner, origin: Origin) -> None:
     for store in events.stores.values():
         if store.func.name != "__init__" or origin not in all_origins(store.val):
             continue
+        if store.val.qual == "torch.nn.Parameter":
+            continue  # a parameter moves with its module already
         stmt = store.stmt
         if id(stmt) in planner._done:
             continue
@@ -59,37 +62,53 @@ def _after_super_init(init: ast.AST, stmt: ast.stmt) -> bool:
 
 
 def containers(planner: Planner) -> None:
-    """Layers kept in a plain list or dict of a module: ``nn.ModuleList``/``nn.ModuleDict``."""
+    """Layers kept in a plain list or dict of a module: ``nn.ModuleList``/``nn.ModuleDict``.
+
+    The attribute's value over all of ``__init__`` decides (a list built with ``.append`` or
+    ``+`` in a loop holds modules though its first value ``[]`` does not); each list display
+    assigned to it is wrapped, and ``.append``/``+`` then work on the ModuleList as they did.
+    """
     events = planner.placement.interp.events
+    stores: dict[tuple[int, str], list[AttrStore]] = {}
     for store in events.stores.values():
-        cls, value = store.cls, store.val
-        if not cls.is_module or value.kind is not Kind.SEQ or store.func.name != "__init__":
-            continue
-        inner = element(value)
-        if inner.kind is not Kind.MODULE or not inner.origins:
+        if store.cls.is_module and store.func.name == "__init__":
+            stores.setdefault((id(store.cls), store.attr), []).append(store)
+    for group in stores.values():
+        cls, attr = group[0].cls, group[0].attr
+        held = cls.attrs.get(attr)
+        inner = element(held) if held is not None and held.kind is Kind.SEQ else None
+        if inner is None or inner.kind is not Kind.MODULE or not inner.origins:
             continue
         if any(o.kind is not OKind.MODEL or o.parent is not None for o in inner.origins):
             continue  # references to layers registered elsewhere
-        expr = store.value
-        wrapper = _wrapper(expr)
-        if wrapper is None or id(store.stmt) in planner._done:
-            continue
-        planner._done.add(id(store.stmt))
-        unit = cls.unit
-        nn = _nn(unit)
-        plan = planner.plans[unit]
-        if isinstance(expr, ast.List | ast.Dict) and not (
-            expr.elts if isinstance(expr, ast.List) else expr.keys
-        ):
-            plan.edits.append(text.replace(unit.ctx, expr, f"{nn}.{wrapper}()"))
-        else:
-            plan.edits.extend(text.wrap(unit.ctx, expr, f"{nn}.{wrapper}(", ")"))
-        plan.note(
-            store.stmt,
-            f"`self.{store.attr}` now registers its modules with {wrapper}: their parameters "
-            "are moved with the model and trained by its optimizer, which they were not",
-            Severity.INFO,
-        )
+        wrapped = [s for s in group if _wrap_container(planner, s)]
+        if wrapped:
+            planner.plans[cls.unit].note(
+                wrapped[0].stmt,
+                f"`self.{attr}` now registers its modules with nn.ModuleList/ModuleDict: their "
+                "parameters are moved with the model and trained by its optimizer, which they "
+                "were not",
+                Severity.INFO,
+            )
+
+
+def _wrap_container(planner: Planner, store: AttrStore) -> bool:
+    expr = store.value
+    wrapper = _wrapper(expr)
+    if wrapper is None or id(store.stmt) in planner._done:
+        return False
+    planner._done.add(id(store.stmt))
+    unit = store.cls.unit
+    nn = _nn(unit)
+    plan = planner.plans[unit]
+    empty = isinstance(expr, ast.List | ast.Dict) and not (
+        expr.elts if isinstance(expr, ast.List) else expr.keys
+    )
+    if empty:
+        plan.edits.append(text.replace(unit.ctx, expr, f"{nn}.{wrapper}()"))
+    else:
+        plan.edits.extend(text.wrap(unit.ctx, expr, f"{nn}.{wrapper}(", ")"))
+    return True
 
 
 def _wrapper(expr: ast.expr) -> str | None:

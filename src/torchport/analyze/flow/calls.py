@@ -119,8 +119,16 @@ def module_call(c: Invocation, module: Val) -> Val:
         forward = cls.method("forward")
         if forward is not None:
             return program_call(c, forward, module)
-    c.meet([(c.node.func, module), *c.everything], f"`{c.text(c.node.func)}(...)`", module=True)
+    inputs = [(e, part) for e, v in c.everything for part in _flat(v)]
+    c.meet([(c.node.func, module), *inputs], f"`{c.text(c.node.func)}(...)`", module=True)
     return torchapi.module_output(module, [v for _, v in c.everything])
+
+
+def _flat(value: Val, depth: int = 3) -> list[Val]:
+    """The tensors a module gets in a tuple (an LSTM's ``(h, c)``) as well as plain ones."""
+    if value.kind is Kind.SEQ and value.parts is not None and depth > 0:
+        return [inner for part in value.parts for inner in _flat(part, depth - 1)]
+    return [value]
 
 
 def _moved_by_wrapper(c: Invocation, module: Val) -> None:

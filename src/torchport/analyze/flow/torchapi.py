@@ -28,6 +28,7 @@ from torchport.analyze.flow.values import (
 )
 
 TENSORISH = V.TENSORISH
+NAMEDTUPLE = "<a namedtuple class>"
 
 
 def call_qual(c: Invocation, q: str) -> Val:
@@ -54,6 +55,11 @@ def call_qual(c: Invocation, q: str) -> Val:
         return Val(Kind.UNKNOWN, frozenset([made]))
     if q in V.PASS_THROUGH:
         return c.args[0][1] if c.args else UNKNOWN
+    if q in ("collections.namedtuple", "typing.NamedTuple"):
+        return Val(Kind.QUAL, qual=NAMEDTUPLE)
+    if q == NAMEDTUPLE:  # an instance of a namedtuple class: a tuple of what it was given
+        values = tuple(v for _, v in c.everything)
+        return seq(None, values)
     if q.startswith("torchport."):
         return _torchport(c, q)
     if q.startswith("torch.optim.lr_scheduler."):
