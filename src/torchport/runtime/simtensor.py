@@ -19,14 +19,20 @@ _make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
 SYNC_HOOKS: list[Callable[[str], None]] = []
-# Ops that legitimately take tensors on different devices (cross-device copies, CPU indices).
-_CROSS_DEVICE_OK = {
-    torch.ops.aten.copy_.default,
-    torch.ops.aten._to_copy.default,
-    torch.ops.aten.index.Tensor,
-    torch.ops.aten.index_put_.default,
-    torch.ops.aten._index_put_impl_.default,
-    torch.ops.aten.lift_fresh.default,
+_aten = torch.ops.aten
+# Ops whose tensors may sit on different devices; the result lives where ``self`` (or the
+# ``device`` argument) says.
+_CROSS_DEVICE_OK = {_aten.copy_.default, _aten._to_copy.default, _aten.lift_fresh.default}
+# Advanced indexing. Reading (``x[i]``) accepts index tensors on the CPU or on x's device
+# (ATen's check_indices_on_cpu_or_selfdevice); writing (``x[i] = v``, and the backward of a read)
+# moves index tensors of any device to x's (ATen's make_info, "Ensure indices are on the same
+# device as self") and a one-element 0-dim value too; any other value must be on x's device.
+_INDEX_READ = {_aten.index.Tensor, _aten.index.Tensor_out, _aten._unsafe_index.Tensor}
+_INDEX_WRITE = {
+    _aten.index_put.default,
+    _aten.index_put_.default,
+    _aten._index_put_impl_.default,
+    _aten._unsafe_index_put.default,
 }
 
 
@@ -109,13 +115,16 @@ class SimTensor(torch.Tensor):
         if out is not _SLOW:
             return out
         wrappers: dict[int, SimTensor] = {}
-        seen: list[tuple[int | str, torch.device, bool]] = []
+        seen: Seen = []
         plain_args = [_unwrap(a, i, wrappers, seen) for i, a in enumerate(args)]
         plain_kwargs = (
             {k: _unwrap(v, k, wrappers, seen) for k, v in kwargs.items()} if kwargs else {}
         )
         device = _common_device(func, seen)
         target = plain_kwargs.get("device")
+        # A CPU ``device`` here comes from C++ (``grad.options()`` in a backward formula), where
+        # a SimTensor's options name its real CPU storage: the result stays simulated. The
+        # user's own ``device=`` never gets here, the observer routes it.
         if isinstance(target, torch.device) and target.type != "cpu":
             device, plain_kwargs["device"] = target, _CPU
         out = func(*plain_args, **plain_kwargs)
@@ -191,41 +200,69 @@ def _mutates_view(func: Any) -> bool:
     return known
 
 
-def _unwrap(
-    value: Any,
-    where: int | str,
-    wrappers: dict[int, SimTensor],
-    seen: list[tuple[int | str, torch.device, bool]],
-) -> Any:
+Seen = list[tuple[int | str, torch.device, bool]]  # (argument, device, is 0-dim)
+
+
+def _unwrap(value: Any, where: int | str, wrappers: dict[int, SimTensor], seen: Seen) -> Any:
     if type(value) is SimTensor:
         inner = value._inner
         wrappers[id(inner)] = value
-        seen.append((where, value._sim_device, False))
+        seen.append((where, value._sim_device, inner.dim() == 0))
         return inner
     if isinstance(value, torch.Tensor):
-        seen.append((where, value.device, value.dim() == 0 and value.device.type == "cpu"))
+        seen.append((where, value.device, value.dim() == 0))
         return value
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor | None):
         return type(value)(_unwrap(v, where, wrappers, seen) for v in value)
     return value
 
 
-def _common_device(
-    func: Any, seen: list[tuple[int | str, torch.device, bool]]
-) -> torch.device | None:
-    """The simulated device of the op, or the error the real backend raises for mixed devices."""
+def _common_device(func: Any, seen: Seen) -> torch.device | None:
+    """The simulated device of the op's result (None: a host result), or the error the real
+    backend raises for its mix of devices."""
+    if func in _CROSS_DEVICE_OK:
+        return _simulated(_self_device(seen))
+    if func in _INDEX_READ or func in _INDEX_WRITE:
+        return _simulated(_indexing_device(func, seen))
     common: torch.device | None = None
-    for where, device, cpu_scalar in seen:
-        if cpu_scalar:
-            continue
+    for where, device, zero_dim in seen:
+        if zero_dim and device.type == "cpu":
+            continue  # a 0-dim CPU tensor is a scalar to every backend
         if common is None:
             common = device
-        elif device != common and func not in _CROSS_DEVICE_OK:
+        elif device != common:
             raise RuntimeError(mismatch_message(func, common, _argument_name(func, where), device))
     if common is None or common.type == "cpu":
         sims = [d for _, d, _ in seen if d.type != "cpu"]
         return sims[0] if sims else None
     return common
+
+
+def _simulated(device: torch.device | None) -> torch.device | None:
+    return None if device is None or device.type == "cpu" else device
+
+
+def _self_device(seen: Seen) -> torch.device | None:
+    return next((device for where, device, _ in seen if where in (0, "self")), None)
+
+
+def _indexing_device(func: Any, seen: Seen) -> torch.device | None:
+    own = _self_device(seen)
+    if own is None:
+        return None
+    for where, device, zero_dim in seen:
+        name = _argument_name(func, where)
+        if name == "self" or device == own:
+            continue
+        if name == "indices":
+            if func in _INDEX_READ and device.type != "cpu":
+                raise RuntimeError(
+                    "indices should be either on cpu or on the same device as the indexed "
+                    f"tensor ({own})"
+                )
+        elif not (name == "values" and zero_dim):
+            raise RuntimeError(mismatch_message(func, own, name, device))
+    return own
 
 
 def _argument_name(func: Any, where: int | str) -> str:

@@ -19,6 +19,7 @@ from torchport.findings import Fix
 from torchport.rules.dtype import Float64OnAccelerator
 from torchport.rules.transfer import NonBlockingCopyFromPageable
 from torchport.runtime import simtensor
+from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site, user_site
 
 if TYPE_CHECKING:
@@ -127,6 +128,14 @@ class TransferHandlers:
             raise
 
     def _moved(self, source: torch.Tensor, out: Any, non_blocking: bool, call: str) -> None:
+        try:
+            self._count_copy(source, out, non_blocking, call)
+        except StrictFindingError:
+            raise
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            self.o.internal("counting a copy", internal)
+
+    def _count_copy(self, source: torch.Tensor, out: Any, non_blocking: bool, call: str) -> None:
         if not isinstance(out, torch.Tensor):
             return
         src, dst = source.device, out.device
@@ -146,7 +155,7 @@ class TransferHandlers:
                 self.o.pending[out] = site
                 self.o.has_pending = True
             else:
-                self.o.on_sync(_SYNC_NAMES[call])
+                self.o.on_sync(_SYNC_NAMES[call], source)
         else:
             self.o.record.add_transfer(site, "device->device", False, non_blocking, nbytes)
         self.o.provenance.record(out, site)
