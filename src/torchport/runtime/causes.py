@@ -13,21 +13,13 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 import torch
 
-from torchport.runtime.sites import Provenance, is_user_file, is_torchport_file
-
-
-@dataclass(frozen=True)
-class Cause:
-    """Where inside a library a sync happened (``via``), and the user's cheaper way, if any."""
-
-    via: str
-    fix: str | None  # None: torch leaves no cheaper way, so the sync is no finding
+from torchport.runtime.record import Cause
+from torchport.runtime.sites import Provenance, is_torchport_file, is_user_file
 
 
 Rule = Callable[[FrameType, torch.Tensor | None, Provenance], Cause]
@@ -61,6 +53,7 @@ def _optimizer_step_counter(
         f"the optimizer's step counters are on {device}{loaded}, so every step reads them with "
         ".item(): load the checkpoint on the CPU (torch.load(..., map_location='cpu')) and let "
         "optimizer.load_state_dict place the state",
+        warn=True,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchport.findings import Finding, Fix
+from torchport.findings import Finding, Fix, Severity
 from torchport.rules import Rule
 from torchport.rules.device import ComputeOnCpuBesideAccelerator
 from torchport.rules.transfer import (
@@ -74,26 +74,29 @@ def _cpu_compute(record: Record) -> list[Finding]:
 
 def _syncs_in_loop(record: Record) -> list[Finding]:
     out = []
+    device = record.accelerator or "the device"
     for (site, kind), stats in record.syncs.items():
-        if not stats.in_loop or stats.fix is None:  # None: torch leaves the user no other way
-            continue
-        device = record.accelerator or "the device"
-        if stats.via:
-            what = f"{kind} inside {stats.via} synchronizes with {device}"
-            fix = stats.fix or (
-                f"the sync is made inside {stats.via}, called from this line: call it less "
-                "often, or use a variant that keeps the value on the device"
-            )
-        else:
+        cause = stats.cause
+        if not stats.in_loop or (cause is not None and cause.fix is None):
+            continue  # a fix of None: torch leaves the user no cheaper way
+        if cause is None:
             what = f"{kind} synchronizes with {device}"
             fix = "keep the value on the device and read it once per epoch or every N steps"
+        else:
+            what = f"{kind} inside {cause.via} synchronizes with {device}"
+            fix = cause.fix or (
+                f"the sync is made inside {cause.via}, called from this line: call it less "
+                "often, or use a variant that keeps the value on the device"
+            )
+        library_habit = cause is not None and not cause.warn
         out.append(
             sync_rule(kind).finding(
                 f"{what} inside the training loop ({stats.count} times)",
                 site.location(),
                 Fix(fix),
+                severity=Severity.INFO if library_habit else None,
                 count=stats.count,
-                **({"via": stats.via} if stats.via else {}),
+                **({"via": cause.via} if cause is not None else {}),
             )
         )
     return out
@@ -180,7 +183,10 @@ def facts(record: Record) -> dict[str, Any]:
         ]  # fmt: skip
     if record.syncs:
         out["syncs"] = [
-            {"site": str(site), "call": kind, "count": s.count, "in_loop": s.in_loop}
+            {
+                "site": str(site), "call": kind, "count": s.count, "in_loop": s.in_loop,
+                "inside": None if s.cause is None else s.cause.via,
+            }
             for (site, kind), s in record.syncs.items()
         ]
     if record.loaders:

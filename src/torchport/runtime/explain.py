@@ -185,6 +185,11 @@ class Explainer:
         site = self._provenance.get(tensor)
         if site is None:
             return f"move {label} to {target} with .to(device) before this call."
+        if site.call == "torch.load":
+            return (
+                f"load it onto {target}: torch.load(..., map_location=device) at {site}, or "
+                "move it there with .to(device) after loading."
+            )
         if site.call.startswith("torch.") and "from_numpy" not in site.call:
             return f"create it on {target}: pass device=... to {site.call} at {site}."
         return f"move it to {target} with .to(device) after it is made at {site}."

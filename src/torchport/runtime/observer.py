@@ -234,6 +234,9 @@ class Observer(TorchFunctionMode):
         if self.sim is not None and kwargs.get("device") is not None:
             target = self.sim.resolve(kwargs["device"])
             if target is not None:
+                if pin_host and func is not torch.tensor:
+                    # empty_cuda's check; torch.tensor pins its host staging copy instead.
+                    raise RuntimeError("Only dense CPU tensors can be pinned")
                 kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
@@ -277,11 +280,7 @@ class Observer(TorchFunctionMode):
         try:
             site = user_site(kind)
             if site is not None:
-                cause = library_cause(tensor, self.provenance)
-                if cause is None:
-                    self.record.add_sync(site, kind)
-                else:
-                    self.record.add_sync(site, kind, cause.via, cause.fix)
+                self.record.add_sync(site, kind, library_cause(tensor, self.provenance))
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             self.internal("recording a sync", internal)
         self.pending = WeakIdKeyDictionary()

@@ -21,15 +21,25 @@ class TransferStats:
 SYNC_EVERY_N_STEPS = 4  # a site that syncs at least every 4th step is in the hot loop
 
 
+@dataclass(frozen=True)
+class Cause:
+    """Where inside a library a sync was made (``via``), and the user's cheaper way.
+
+    ``fix`` is None when torch leaves the user none (then the sync is no finding); a sync the
+    user chose by a call of theirs (``warn``) is a warning, a library's own habit a suggestion.
+    """
+
+    via: str
+    fix: str | None
+    warn: bool = False
+
+
 @dataclass
 class SyncStats:
     count: int = 0
     first_step: int = 0
     last_step: int = 0
-    # Set when library code made the sync on the user's behalf (see causes.py): where, and the
-    # user's cheaper way ("" when none is known, None when torch leaves none).
-    via: str = ""
-    fix: str | None = ""
+    cause: Cause | None = None  # set when library code made the sync (see causes.py)
 
     @property
     def in_loop(self) -> bool:
@@ -98,10 +108,10 @@ class Record:
         stats.count += 1
         stats.bytes += nbytes
 
-    def add_sync(self, site: Site, kind: str, via: str = "", fix: str | None = "") -> None:
+    def add_sync(self, site: Site, kind: str, cause: Cause | None = None) -> None:
         stats = self.syncs.get((site, kind))
         if stats is None:
-            stats = self.syncs[(site, kind)] = SyncStats(first_step=self.step, via=via, fix=fix)
+            stats = self.syncs[(site, kind)] = SyncStats(first_step=self.step, cause=cause)
         stats.count += 1
         stats.last_step = self.step
 

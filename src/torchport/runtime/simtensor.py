@@ -9,6 +9,7 @@ host and simulated device goes through autograd functions, so gradients come bac
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -19,6 +20,10 @@ _make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
 SYNC_HOOKS: list[Callable[[str], None]] = []
+# While torch.save runs (SAVING is not empty): storage data pointer -> the simulated device of
+# the tensors saved on it, read by torch.save's location tag.
+SAVING: list[bool] = []
+SAVED_DEVICES: dict[int, torch.device] = {}
 _aten = torch.ops.aten
 # Ops whose tensors may sit on different devices; the result lives where ``self`` (or the
 # ``device`` argument) says.
@@ -90,8 +95,16 @@ class SimTensor(torch.Tensor):
         return text[:-1] + extra + ")" if text.endswith(")") else text
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        # Saved as the plain CPU tensor, so checkpoints load with weights_only=True anywhere.
-        return self._inner.__reduce_ex__(protocol)  # type: ignore[no-untyped-call]
+        # Pickled as its plain CPU data, so checkpoints load with weights_only=True anywhere;
+        # within torch.save the storage is tagged with the simulated device (see simload.py).
+        if SAVING:
+            SAVED_DEVICES[self._inner.untyped_storage().data_ptr()] = self._sim_device
+        data = self._inner.detach()
+        if getattr(self, "_is_param", False):
+            return (torch._utils._rebuild_parameter, (data, self.requires_grad, OrderedDict()))
+        if self.requires_grad:
+            data.requires_grad_(True)
+        return data.__reduce_ex__(protocol)  # type: ignore[no-untyped-call]
 
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:

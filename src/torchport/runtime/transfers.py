@@ -29,8 +29,8 @@ T = torch.Tensor
 _SYNC_NAMES = {"Tensor.to": ".to('cpu')", "Tensor.cpu": ".cpu()", "Tensor.copy_": ".copy_()"}
 
 
-def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
-    """(device, dtype, non_blocking) from any of ``Tensor.to``'s three signatures."""
+def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool, bool]:
+    """(device, dtype, non_blocking, copy) from any of ``Tensor.to``'s three signatures."""
     rest = list(args[1:])
     device: Any = None
     dtype: Any = None
@@ -48,7 +48,8 @@ def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, b
     device = kwargs.get("device", device)
     dtype = kwargs.get("dtype", dtype)
     non_blocking = bool(kwargs.get("non_blocking", flags[0] if flags else False))
-    return device, dtype, non_blocking
+    copy = bool(kwargs.get("copy", flags[1] if len(flags) > 1 else False))
+    return device, dtype, non_blocking, copy
 
 
 class TransferHandlers:
@@ -69,11 +70,13 @@ class TransferHandlers:
 
     def _to(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         tensor = args[0]
-        device, dtype, non_blocking = parse_to(args, kwargs)
+        device, dtype, non_blocking, copy = parse_to(args, kwargs)
         sim = self.o.sim
         target = sim.resolve(device) if sim is not None and device is not None else None
         if target is not None:
             out = _with_dtype(simtensor.to_simulated(tensor, target), dtype)
+            if copy and out is tensor:
+                out = out.clone()
         elif (
             isinstance(tensor, simtensor.SimTensor)
             and device is not None

@@ -94,6 +94,7 @@ class watch:
             steps.append((lambda: _patch_synchronize(observer), _unpatch_synchronize))
         steps += [
             (lambda: _patch_from_numpy(observer), _unpatch_from_numpy),
+            (lambda: _patch_load(observer), _unpatch_load),
             (warnings_at_user_line.install, warnings_at_user_line.remove),
             (tracker.install, tracker.remove),
             (loaders.install, loaders.remove),
@@ -226,3 +227,30 @@ def _patch_from_numpy(observer: Observer) -> None:
 
 def _unpatch_from_numpy() -> None:
     torch.from_numpy = _ORIGINAL_FROM_NUMPY.pop()
+
+
+_ORIGINAL_LOAD: list[Callable[..., Any]] = []
+
+
+def _patch_load(observer: Observer) -> None:
+    """torch.load is no torch function: wrap it to learn which line loaded a checkpoint."""
+    original = torch.load
+    _ORIGINAL_LOAD.append(original)
+
+    @functools.wraps(original)
+    def load(*args: Any, **kwargs: Any) -> Any:
+        loaded = original(*args, **kwargs)
+        if not observer.quiet:
+            try:
+                site = user_site("torch.load")
+                if site is not None:
+                    observer.provenance.record_tree(loaded, site)
+            except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+                observer.internal("noting a torch.load", internal)
+        return loaded
+
+    torch.load = load
+
+
+def _unpatch_load() -> None:
+    torch.load = _ORIGINAL_LOAD.pop()
