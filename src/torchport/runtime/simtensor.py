@@ -9,6 +9,8 @@ host and simulated device goes through autograd functions, so gradients come bac
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -244,11 +246,32 @@ def _common_device(func: Any, seen: Seen) -> torch.device | None:
         if common is None:
             common = device
         elif device != common:
+            if _issued_by_autograd_engine():
+                return next(d for _, d, _ in seen if d.type != "cpu")
             raise RuntimeError(mismatch_message(func, common, _argument_name(func, where), device))
     if common is None or common.type == "cpu":
         sims = [d for _, d, _ in seen if d.type != "cpu"]
         return sims[0] if sims else None
     return common
+
+
+_ENGINE_ENTRIES = {"_engine_run_backward", "backward", "grad"}
+
+
+def _issued_by_autograd_engine() -> bool:
+    """Whether C++ code running a backward pass issued this op (no Python frame of its own).
+
+    There, a plain CPU tensor mixed with simulated ones was made in C++ from a simulated
+    tensor's options (which name its real CPU storage): a gradient buffer of the autograd
+    engine, a bucket of DDP's reducer. On a GPU it would be on the device, so the op is not a
+    device mismatch. A mismatch in the forward pass, or in a Python ``backward`` of the user's,
+    still raises: those have their own Python frame.
+    """
+    frame = sys._getframe(3)  # past this function, _common_device and __torch_dispatch__
+    code = frame.f_code
+    return code.co_name in _ENGINE_ENTRIES and code.co_filename.replace(os.sep, "/").endswith(
+        ("torch/autograd/graph.py", "torch/autograd/__init__.py")
+    )
 
 
 def _simulated(device: torch.device | None) -> torch.device | None:

@@ -19,7 +19,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
 from torchport.runtime.simload import save_load_patches
-from torchport.runtime.simparallel import comm_patches
+from torchport.runtime.simparallel import comm_patches, process_group_patches
 from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor
 
 _SPEC = re.compile(r"^(cuda|mps)(?::(\d+))?$")
@@ -166,7 +166,7 @@ class Simulation:
     def _patches(self) -> list[tuple[Any, str, Any]]:
         patches = self._tensor_patches() + self._accelerator_patches()
         if self.kind == "cuda":
-            patches += self._cuda_patches() + comm_patches(self)
+            patches += self._cuda_patches() + comm_patches(self) + process_group_patches(self)
         else:
             patches += [(torch.backends.mps, "is_available", lambda: True)]
             patches += [(torch.mps, "synchronize", self._synchronize)]
