@@ -236,7 +236,7 @@ class Observer(TorchFunctionMode):
             if target is not None:
                 if pin_host and func is not torch.tensor:
                     # empty_cuda's check; torch.tensor pins its host staging copy instead.
-                    raise RuntimeError("Only dense CPU tensors can be pinned")
+                    raise simtensor.device_error("Only dense CPU tensors can be pinned")
                 kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
@@ -267,9 +267,10 @@ class Observer(TorchFunctionMode):
                 self.on_sync(_SYNC_KINDS[func], tensor)
             if isinstance(tensor, simtensor.SimTensor):
                 if func in (T.numpy, T.__array__):
-                    raise TypeError(
+                    raise simtensor.device_error(
                         f"can't convert {tensor.device} device type tensor to numpy. Use "
-                        "Tensor.cpu() to copy the tensor to host memory first."
+                        "Tensor.cpu() to copy the tensor to host memory first.",
+                        TypeError,
                     )
                 if func is T.tolist:  # refused for subclasses; on a GPU it copies to the host
                     return tensor._inner.tolist()

@@ -73,6 +73,7 @@ def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
 def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     """(owner, name, stand-in) for torch.nn.parallel.comm and torch.cuda.device."""
     from torch.nn.parallel import comm
+    from torch.nn.parallel._functions import Scatter
 
     def device_of(device: Any) -> torch.device:
         if isinstance(device, int) and device < 0:
@@ -117,7 +118,20 @@ def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     ) -> list[torch.Tensor]:
         return [reduce_add(list(group), destination) for group in zip(*inputs, strict=True)]
 
+    def scatter_forward(
+        ctx: Any, target_gpus: Sequence[Any], chunk_sizes: Any, dim: int, input: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        # DataParallel's Scatter.forward, less its background copy streams: torch makes those
+        # with torch.device(int), which C++ refuses without a real accelerator.
+        ctx.dim = dim
+        ctx.input_device = input.get_device() if input.device.type != "cpu" else -1
+        outputs = scatter(input, [device_of(d) for d in target_gpus], chunk_sizes, dim)
+        if input.is_complex():
+            outputs = tuple(torch.view_as_complex(o) for o in outputs)
+        return outputs
+
     return [
+        (Scatter, "forward", staticmethod(scatter_forward)),
         (comm, "scatter", scatter),
         (comm, "gather", gather),
         (comm, "broadcast_coalesced", broadcast_coalesced),

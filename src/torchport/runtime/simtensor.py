@@ -43,6 +43,14 @@ _INDEX_WRITE = {
 }
 
 
+def device_error(message: str, kind: type[Exception] = RuntimeError) -> Exception:
+    """The error a real GPU raises here, marked as the simulation's on purpose (not a bug of
+    torchport's: the tests that run whole programs tell the two apart by this mark)."""
+    error = kind(message)
+    error._torchport_simulated = True  # type: ignore[attr-defined]
+    return error
+
+
 class SimTensor(torch.Tensor):
     """CPU data (``_inner``) seen from Python as living on ``_sim_device``."""
 
@@ -248,7 +256,7 @@ def _common_device(func: Any, seen: Seen) -> torch.device | None:
         elif device != common:
             if _issued_by_autograd_engine():
                 return next(d for _, d, _ in seen if d.type != "cpu")
-            raise RuntimeError(mismatch_message(func, common, _argument_name(func, where), device))
+            raise device_error(mismatch_message(func, common, _argument_name(func, where), device))
     if common is None or common.type == "cpu":
         sims = [d for _, d, _ in seen if d.type != "cpu"]
         return sims[0] if sims else None
@@ -292,12 +300,12 @@ def _indexing_device(func: Any, seen: Seen) -> torch.device | None:
             continue
         if name == "indices":
             if func in _INDEX_READ and device.type != "cpu":
-                raise RuntimeError(
+                raise device_error(
                     "indices should be either on cpu or on the same device as the indexed "
                     f"tensor ({own})"
                 )
         elif not (name == "values" and zero_dim):
-            raise RuntimeError(mismatch_message(func, own, name, device))
+            raise device_error(mismatch_message(func, own, name, device))
     return own
 
 

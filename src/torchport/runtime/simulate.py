@@ -20,7 +20,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchport.errors import UsageError
 from torchport.runtime.simload import save_load_patches
 from torchport.runtime.simparallel import comm_patches, process_group_patches
-from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor
+from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor, device_error
 
 _SPEC = re.compile(r"^(cuda|mps)(?::(\d+))?$")
 _MISSING = object()
@@ -125,7 +125,7 @@ class Simulation:
         index = self.current if target.index is None else target.index
         if index >= self.count:
             name = "CUDA" if self.kind == "cuda" else "MPS"
-            raise RuntimeError(
+            raise device_error(
                 f"{name} error: invalid device ordinal (torchport simulates "
                 f"{self.count} {self.kind} device{'s' if self.count > 1 else ''})"
             )
@@ -234,6 +234,10 @@ class Simulation:
             (acc, "synchronize", self._synchronize),
             (acc, "current_stream", lambda device=None: _SimStream(device)),
             (acc, "set_stream", lambda stream: None),
+            # Device-generic streams and events (DataParallel's scatter makes its copy streams
+            # with torch.Stream): C++ refuses them without a real accelerator.
+            (torch, "Stream", _SimStream),
+            (torch, "Event", _SimEvent),
         ]
 
     def _tensor_patches(self) -> list[tuple[Any, str, Any]]:
@@ -242,7 +246,7 @@ class Simulation:
         def pin_memory(tensor: torch.Tensor, device: Any = None) -> torch.Tensor:
             if isinstance(tensor, SimTensor):
                 kind = tensor._inner.type().replace("torch.", f"torch.{tensor.device.type}.", 1)
-                raise RuntimeError(f"cannot pin '{kind}' only dense CPU tensors can be pinned")
+                raise device_error(f"cannot pin '{kind}' only dense CPU tensors can be pinned")
             copy = tensor.clone()
             simulation.pinned[copy] = True
             return copy
