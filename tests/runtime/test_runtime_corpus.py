@@ -40,13 +40,7 @@ ENTRIES = corpus_entries()
 def corpus_results() -> dict[str, dict[str, dict[str, object]]]:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONWARNINGS", None)
-    runs = {
-        mode: subprocess.Popen(
-            [sys.executable, str(RUNNER), str(CORPUS), mode, *ENTRIES],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        for mode in MODES
-    }
+    runs = {mode: _start(mode, env) for mode in MODES}
     results = {}
     for mode, process in runs.items():
         out, err = process.communicate(timeout=TIMEOUT)
@@ -54,6 +48,12 @@ def corpus_results() -> dict[str, dict[str, dict[str, object]]]:
         assert process.returncode == 0 and lines, f"{mode} runner failed: {err[-3000:]}"
         results[mode] = json.loads(lines[-1])
     return results
+
+
+def _start(mode: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    command = [sys.executable, str(RUNNER), str(CORPUS), mode, *ENTRIES]
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, env=env, stdout=pipe, stderr=pipe, text=True)
 
 
 def test_the_corpus_has_scripts_and_package_entry_points() -> None:

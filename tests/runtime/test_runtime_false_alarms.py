@@ -74,7 +74,9 @@ def test_grad_scalers_sync_with_an_optimizer_that_cannot_fuse_is_no_finding() ->
 
 def test_clip_grad_norm_makes_no_device_to_host_copy_on_the_simulated_gpu() -> None:
     w = _amp_loop(torch.optim.SGD)
-    assert not [r for r in w.report().facts.get("transfers", []) if r["direction"] != "host->device"]
+    assert not [
+        r for r in w.report().facts.get("transfers", []) if r["direction"] != "host->device"
+    ]
 
 
 def _resume(map_location: str) -> watch:
@@ -139,8 +141,9 @@ def test_a_torchrun_style_ddp_loop_runs_under_simulation_without_findings(
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(2):
                 sampler.set_epoch(epoch)
-                for x, y in loader:
-                    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                for inputs, labels in loader:
+                    x = inputs.to(device, non_blocking=True)
+                    y = labels.to(device, non_blocking=True)
                     opt.zero_grad()
                     nn.functional.cross_entropy(model(x), y).backward()
                     opt.step()

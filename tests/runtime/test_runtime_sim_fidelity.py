@@ -98,7 +98,7 @@ class _Images(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 def test_transforms_run_by_a_loader_are_not_counted_as_the_models_cpu_compute() -> None:
     with watch("cuda") as w:
         model = nn.Sequential(nn.Flatten(), nn.Linear(192, 2)).to("cuda")
-        for epoch in range(3):
+        for _epoch in range(3):
             for x, y in DataLoader(_Images(), batch_size=4):
                 loss = nn.functional.cross_entropy(model(x.to("cuda")), y.to("cuda"))
                 loss.backward()

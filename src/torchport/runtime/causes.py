@@ -21,7 +21,6 @@ import torch
 from torchport.runtime.record import Cause
 from torchport.runtime.sites import Provenance, is_torchport_file, is_user_file
 
-
 Rule = Callable[[FrameType, torch.Tensor | None, Provenance], Cause]
 
 
@@ -125,6 +124,6 @@ def _local(frame: FrameType, name: str) -> Any:
 
 def _accepts(cls: type, parameter: str) -> bool:
     try:
-        return parameter in inspect.signature(cls.__init__).parameters
+        return parameter in inspect.signature(cls).parameters
     except (TypeError, ValueError):
         return False

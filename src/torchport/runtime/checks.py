@@ -184,7 +184,10 @@ def facts(record: Record) -> dict[str, Any]:
     if record.syncs:
         out["syncs"] = [
             {
-                "site": str(site), "call": kind, "count": s.count, "in_loop": s.in_loop,
+                "site": str(site),
+                "call": kind,
+                "count": s.count,
+                "in_loop": s.in_loop,
                 "inside": None if s.cause is None else s.cause.via,
             }
             for (site, kind), s in record.syncs.items()

@@ -56,7 +56,7 @@ def _parameter_names(func: Any) -> list[str]:
     packet = getattr(torch.ops.aten, name, None) if name else None
     if not isinstance(packet, torch._ops.OpOverloadPacket):
         return []
-    overloads = packet.overloads()
+    overloads = packet.overloads()  # type: ignore[no-untyped-call]
     if not overloads:
         return []
     schema = getattr(packet, overloads[0])._schema

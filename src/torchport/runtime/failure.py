@@ -33,7 +33,10 @@ class Failure:
     interrupted: bool = False
 
     def facts(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"error": self.error, "at": None if self.site is None else str(self.site)}
+        out: dict[str, Any] = {
+            "error": self.error,
+            "at": None if self.site is None else str(self.site),
+        }
         if self.in_backward:
             out["during"] = "backward"
         return out

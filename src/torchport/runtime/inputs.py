@@ -127,12 +127,12 @@ class LoaderTimer:
         self, it: Any, batch: Any, start: float, end: float, *, kind: str, source: Any
     ) -> None:
         try:
-            self._on_batch(it, batch, start, end, kind, source)
+            self._on_batch(it, batch, start, end, kind=kind, source=source)
         except Exception as internal:  # noqa: BLE001 - timing never fails the program
             self._observer.internal("timing a loader", internal)
 
     def _on_batch(
-        self, it: Any, batch: Any, start: float, end: float, kind: str, source: Any
+        self, it: Any, batch: Any, start: float, end: float, *, kind: str, source: Any
     ) -> None:
         site = user_site(f"{kind} batch")
         if site is None:

@@ -170,7 +170,9 @@ class Observer(TorchFunctionMode):
                 self.record.add_finding(finding, site)
         except Exception as internal:  # noqa: BLE001 - the user's exception must win
             self.internal("explaining an error", internal)
-            add_line(exc, f"torchport could not explain this: {type(internal).__name__}: {internal}")
+            add_line(
+                exc, f"torchport could not explain this: {type(internal).__name__}: {internal}"
+            )
 
     def internal(self, where: str, exc: BaseException) -> None:
         """torchport's own failure: recorded for the report, never raised into the program."""

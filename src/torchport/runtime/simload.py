@@ -31,7 +31,7 @@ Patch = tuple[Any, str, Any]
 
 def save_load_patches(simulation: Simulation) -> list[Patch]:
     """(owner, name, stand-in) for torch.save, torch.load and the storage location tag."""
-    import torch.serialization as serialization
+    from torch import serialization
 
     return [
         (torch, "save", _save(torch.save)),
@@ -75,7 +75,7 @@ def _load(original: Callable[..., Any], simulation: Simulation) -> Callable[...,
             wanted = _wanted(map_location, location)
             device = simulation.resolve(wanted)
             if device is None:
-                return torch.serialization.default_restore_location(storage, wanted)
+                return torch.serialization.default_restore_location(storage, wanted)  # type: ignore[no-untyped-call]
             placed[storage.data_ptr()] = device
             return storage
 

@@ -156,7 +156,7 @@ class _WarningsAtUserLine:
         original = warnings.showwarning
         self._saved.append(original)
 
-        def showwarning(
+        def showwarning(  # noqa: PLR0917 - the signature of warnings.showwarning
             message: Warning | str, category: type[Warning], filename: str, lineno: int,
             file: Any = None, line: str | None = None,
         ) -> None:  # fmt: skip

@@ -26,9 +26,9 @@ import torch
 from torchport.findings import Finding, Report
 from torchport.rules import matches
 from torchport.runtime import checks
+from torchport.runtime.failure import Failure, failure
 from torchport.runtime.inputs import LoaderTimer, check_module_inputs
 from torchport.runtime.modules import ModuleTracker
-from torchport.runtime.failure import Failure, failure
 from torchport.runtime.observer import Observer, Options
 from torchport.runtime.record import Record
 from torchport.runtime.simulate import Simulation
