@@ -182,3 +182,11 @@ def test_to_with_copy_true_copies_even_on_the_same_device() -> None:
 def _line_of(text: str) -> int:
     lines = Path(__file__).read_text(encoding="utf-8").splitlines()
     return next(n for n, line in enumerate(lines, 1) if text in line and "_line_of" not in line)
+
+
+def test_files_of_installed_libraries_are_never_named_as_the_users_line() -> None:
+    from torchport.runtime.sites import is_user_file
+
+    assert not is_user_file("/env/lib/python3.11/site-packages/torchvision/transforms.py")
+    assert not is_user_file("/usr/lib/python3/dist-packages/timm/models/vit.py")
+    assert is_user_file(__file__)

@@ -55,10 +55,17 @@ def is_user_file(filename: str) -> bool:
     return known
 
 
+_IS_TORCHPORT: dict[str, bool] = {}
+
+
 def is_torchport_file(filename: str) -> bool:
     """Whether ``filename`` is torchport's own code (its bundled examples are the user's)."""
-    absolute = os.path.abspath(filename)
-    return absolute.startswith(_TORCHPORT_DIR) and not absolute.startswith(_EXAMPLES_DIR)
+    known = _IS_TORCHPORT.get(filename)
+    if known is None:
+        absolute = os.path.abspath(filename)
+        known = absolute.startswith(_TORCHPORT_DIR) and not absolute.startswith(_EXAMPLES_DIR)
+        _IS_TORCHPORT[filename] = known
+    return known
 
 
 def ignore_file(filename: str) -> None:

@@ -116,8 +116,8 @@ class watch:
         tb: TracebackType | None,
     ) -> None:
         self._undo()
-        self.failure = failure(exc) if exc is not None else None
         try:
+            self.failure = failure(exc) if exc is not None else None
             found = checks.findings(self.record)
         except Exception as internal:  # noqa: BLE001 - the program's own outcome must win
             self.record.add_internal_error("checking the run", internal)
