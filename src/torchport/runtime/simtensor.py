@@ -275,7 +275,10 @@ def _issued_by_autograd_engine() -> bool:
     device mismatch. A mismatch in the forward pass, or in a Python ``backward`` of the user's,
     still raises: those have their own Python frame.
     """
-    frame = sys._getframe(3)  # past this function, _common_device and __torch_dispatch__
+    try:
+        frame = sys._getframe(3)  # past this function, _common_device and __torch_dispatch__
+    except ValueError:  # no Python caller at all: not the engine's backward either
+        return False
     code = frame.f_code
     return code.co_name in _ENGINE_ENTRIES and code.co_filename.replace(os.sep, "/").endswith(
         ("torch/autograd/graph.py", "torch/autograd/__init__.py")
