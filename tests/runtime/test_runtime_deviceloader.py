@@ -37,11 +37,12 @@ def test_cuda_without_an_index_follows_the_current_device_when_a_pass_starts() -
 
 
 class _SlowSamples(torch.utils.data.Dataset[torch.Tensor]):
+    # 28 batches of 8 at 5 ms a sample: past TP250's evidence bar (24 timed batches, 1 s).
     def __len__(self) -> int:
-        return 48
+        return 28 * 8
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        time.sleep(0.002)
+        time.sleep(0.005)
         return torch.full((4,), float(i))
 
 
@@ -53,7 +54,7 @@ def test_a_prefetching_deviceloader_is_timed_where_the_loop_takes_its_batches() 
     [loader_stats] = w.report().facts["loaders"]
     assert loader_stats["loader"] == "DeviceLoader"
     assert loader_stats["site"].endswith(f":{_line_of('for batch in torchport.DeviceLoader')}")
-    assert loader_stats["batches"] == 5 and loader_stats["num_workers"] == 0
+    assert loader_stats["batches"] == 27 and loader_stats["num_workers"] == 0
     starved = next(f for f in w.findings if f.code == "TP250")
     assert "for this DeviceLoader" in starved.message
     assert starved.fix is not None and "on the DataLoader it wraps" in starved.fix.title

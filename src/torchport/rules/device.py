@@ -368,6 +368,10 @@ class ComputeOnCpuBesideAccelerator(Rule):
     Nothing fails: the model, or part of it, silently trains on the CPU at a fraction of the
     speed the GPU would give.
 
+    Only the ops of a module's forward pass count; work that a DataLoader does while it
+    fetches a batch (transforms in `__getitem__`, collate) is the input pipeline, not the
+    model. The lines named are the user's own, never a library's.
+
     ## Example
     ```python
     model = Net()  # never moved

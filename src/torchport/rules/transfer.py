@@ -121,6 +121,15 @@ class ItemInHotLoop(Rule):
         total += loss.item()
     ```
 
+    At run time, a sync that torch or another library makes on the user's behalf is
+    reported at the user's line that called it only when the user has a cheaper way, and the
+    finding names it: `GradScaler.step` reads `found_inf` with `.item()` unless the
+    optimizer is created with `fused=True` (a suggestion, severity info); an optimizer whose
+    step counters were loaded onto the device (`torch.load(..., map_location=device)`) reads
+    them with `.item()` on every step (a warning: load on the CPU and let
+    `optimizer.load_state_dict` place the state). A library sync with no cheaper way (GradScaler
+    with an optimizer that has no fused step) stays in the sync inventory and is no finding.
+
     ## Use instead
     ```python
     total = torch.zeros((), device=device)
@@ -330,6 +339,11 @@ class InputStarvation(Rule):
     While the loop waits for data the accelerator idles; a faster GPU does not make such a
     loop faster. Under `--simulate` the step runs at CPU speed, so the share measured there is
     a lower bound of what a real GPU will wait.
+
+    A handful of short steps is no evidence: start-up and the scheduler's noise dominate it.
+    The finding needs at least 24 timed batches (the first of each pass is start-up), a second
+    of loop time, and a wait of 10 % or more in two of three windows of 8 batches; it says how
+    many batches and seconds it measured.
 
     ## Example
     ```python

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchport.findings import Finding, Fix
+from torchport.findings import Finding, Fix, Severity
 from torchport.rules import Rule
 from torchport.rules.device import ComputeOnCpuBesideAccelerator
 from torchport.rules.transfer import (
@@ -14,12 +14,18 @@ from torchport.rules.transfer import (
     ItemInHotLoop,
     SynchronizeInHotLoop,
 )
-from torchport.runtime.record import LoaderStats, Record
+from torchport.runtime.record import LOADER_WINDOW, LoaderStats, Record
 from torchport.runtime.sites import Site
 
 CPU_SHARE_THRESHOLD = 0.2  # below this, CPU ops are bookkeeping, not a model left behind
 MIN_CPU_OPS = 50
 STARVATION_SHARE = 0.10  # the TensorBoard profiler warns at 5 %; we warn at twice that
+# Evidence before TP250 (see starvation_evidence): three full windows of batches, a second of
+# loop time (below it, timer and scheduler noise is a large share, and little time is at
+# stake), and the share above the threshold in two windows of three.
+STARVATION_MIN_BATCHES = 3 * LOADER_WINDOW
+STARVATION_MIN_SECONDS = 1.0
+STARVATION_STEADY = 2 / 3
 
 
 def sync_rule(kind: str) -> type[Rule]:
@@ -68,29 +74,59 @@ def _cpu_compute(record: Record) -> list[Finding]:
 
 def _syncs_in_loop(record: Record) -> list[Finding]:
     out = []
+    device = record.accelerator or "the device"
     for (site, kind), stats in record.syncs.items():
-        if not stats.in_loop:
-            continue
-        rule = sync_rule(kind)
+        cause = stats.cause
+        if not stats.in_loop or (cause is not None and cause.fix is None):
+            continue  # a fix of None: torch leaves the user no cheaper way
+        if cause is None:
+            what = f"{kind} synchronizes with {device}"
+            fix = "keep the value on the device and read it once per epoch or every N steps"
+        else:
+            what = f"{kind} inside {cause.via} synchronizes with {device}"
+            fix = cause.fix or (
+                f"the sync is made inside {cause.via}, called from this line: call it less "
+                "often, or use a variant that keeps the value on the device"
+            )
+        library_habit = cause is not None and not cause.warn
         out.append(
-            rule.finding(
-                f"{kind} synchronizes with {record.accelerator or 'the device'} inside the "
-                f"training loop ({stats.count} times)",
+            sync_rule(kind).finding(
+                f"{what} inside the training loop ({stats.count} times)",
                 site.location(),
-                Fix("keep the value on the device and read it once per epoch or every N steps"),
+                Fix(fix),
+                severity=Severity.INFO if library_habit else None,
                 count=stats.count,
+                **({"via": cause.via} if cause is not None else {}),
             )
         )
     return out
 
 
+def starvation_evidence(stats: LoaderStats) -> str | None:
+    """Why the waits of a loader are no evidence of starvation yet (None: they are).
+
+    A handful of short steps is dominated by start-up (allocator warm-up, lazy init, the first
+    batch of each epoch) and by the scheduler's noise, so the finding needs enough batches,
+    enough loop time, and a share of waiting that holds across the run, not in one burst.
+    """
+    if stats.batches < STARVATION_MIN_BATCHES:
+        return f"{stats.batches} batches (fewer than {STARVATION_MIN_BATCHES})"
+    if stats.wait_s + stats.step_s < STARVATION_MIN_SECONDS:
+        return f"{stats.wait_s + stats.step_s:.2f} s of loop time"
+    windows = stats.window_shares
+    starved = sum(1 for share in windows if share >= STARVATION_SHARE)
+    if starved < STARVATION_STEADY * len(windows):
+        return f"waiting above {STARVATION_SHARE:.0%} in only {starved} of {len(windows)} windows"
+    return None
+
+
 def _starvation(site: Site, stats: LoaderStats, record: Record) -> list[Finding]:
     busy = stats.wait_s + stats.step_s
-    if stats.batches < 3 or busy <= 0:
+    if busy <= 0 or stats.wait_s / busy < STARVATION_SHARE:
+        return []
+    if starvation_evidence(stats) is not None:
         return []
     share = stats.wait_s / busy
-    if share < STARVATION_SHARE:
-        return []
     wait_ms = 1000 * stats.wait_s / stats.batches
     step_ms = 1000 * stats.step_s / stats.batches
     fixes = []
@@ -103,21 +139,30 @@ def _starvation(site: Site, stats: LoaderStats, record: Record) -> list[Finding]
     if record.accelerator is not None and not device_loader:
         fixes.append("wrap the loader in torchport.DeviceLoader to copy the next batch early")
     fixes = fixes or ["make the dataset's __getitem__ cheaper or add more workers"]
-    settings = f"{stats.batches} batches, num_workers={stats.num_workers}"
+    settings = f"num_workers={stats.num_workers}"
     if stats.pin_memory is not None:
         settings += f", pin_memory={stats.pin_memory}"
     return [
         InputStarvation.finding(
             f"the loop waited {wait_ms:.2f} ms per batch for this {stats.kind} against "
-            f"{step_ms:.2f} ms in the step: {share:.0%} of its time went to waiting for data "
-            f"({settings})",
+            f"{step_ms:.2f} ms in the step: {share:.0%} of its time went to waiting for data, "
+            f"measured over {stats.batches} batches and {busy:.1f} s, steady in "
+            f"{_steady(stats)} ({settings})",
             site.location(),
             Fix("; ".join(fixes)),
             wait_share=round(share, 3),
             wait_ms=round(wait_ms, 3),
             step_ms=round(step_ms, 3),
+            batches=stats.batches,
+            seconds=round(busy, 3),
         )
     ]
+
+
+def _steady(stats: LoaderStats) -> str:
+    windows = stats.window_shares
+    starved = sum(1 for share in windows if share >= STARVATION_SHARE)
+    return f"{starved} of {len(windows)} windows of {LOADER_WINDOW} batches"
 
 
 def facts(record: Record) -> dict[str, Any]:
@@ -138,7 +183,13 @@ def facts(record: Record) -> dict[str, Any]:
         ]  # fmt: skip
     if record.syncs:
         out["syncs"] = [
-            {"site": str(site), "call": kind, "count": s.count, "in_loop": s.in_loop}
+            {
+                "site": str(site),
+                "call": kind,
+                "count": s.count,
+                "in_loop": s.in_loop,
+                "inside": None if s.cause is None else s.cause.via,
+            }
             for (site, kind), s in record.syncs.items()
         ]
     if record.loaders:

@@ -37,14 +37,26 @@ def tensor_arguments(
     return found
 
 
+# Operator slots (``a == b``, ``a[i]``, ``a[i] = v``) have no Python signature, and their
+# dunder names are no aten op: name their arguments as the aten op they run does.
+_SLOT_ARGUMENTS = {"__getitem__": ["self", "indices"], "__setitem__": ["self", "indices", "values"]}
+
+
 def _parameter_names(func: Any) -> list[str]:
     """Python signature names, or the aten schema's for builtins (``input``, ``weight``…)."""
+    name = getattr(func, "__name__", "")
+    if not isinstance(name, str):
+        return []
+    if name.startswith("__") and name.endswith("__"):
+        return list(_SLOT_ARGUMENTS.get(name, ["self", "other"]))
     try:
         return list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         pass
-    packet = getattr(torch.ops.aten, getattr(func, "__name__", ""), None)
-    overloads = packet.overloads() if packet is not None else []
+    packet = getattr(torch.ops.aten, name, None) if name else None
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return []
+    overloads = packet.overloads()  # type: ignore[no-untyped-call]
     if not overloads:
         return []
     schema = getattr(packet, overloads[0])._schema
@@ -173,6 +185,21 @@ class Explainer:
         site = self._provenance.get(tensor)
         if site is None:
             return f"move {label} to {target} with .to(device) before this call."
+        if site.call == "torch.load":
+            return (
+                f"load it onto {target}: torch.load(..., map_location=device) at {site}, or "
+                "move it there with .to(device) after loading."
+            )
         if site.call.startswith("torch.") and "from_numpy" not in site.call:
             return f"create it on {target}: pass device=... to {site.call} at {site}."
         return f"move it to {target} with .to(device) after it is made at {site}."
+
+
+def add_line(exc: BaseException, line: str) -> None:
+    """Append ``line`` to the message of ``exc`` (or a note, when its message is no string)."""
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}\n{line}", *exc.args[1:])
+        return
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        add_note(line)

@@ -92,13 +92,15 @@ class LoaderTimer:
 
         def dataloader_next(it: Any) -> Any:
             start = time.perf_counter()
-            if getattr(it, "_torchport_unobserved", False):
-                with observer.unobserved():
+            # Modules the loader runs (transforms in __getitem__) are not the model's forward.
+            with observer.tracker.loading():
+                if getattr(it, "_torchport_unobserved", False):
+                    with observer.unobserved():
+                        batch = fetch(it)
+                else:
+                    uses = observer.simulated_device_uses()
                     batch = fetch(it)
-            else:
-                uses = observer.simulated_device_uses()
-                batch = fetch(it)
-                it._torchport_unobserved = observer.simulated_device_uses() == uses
+                    it._torchport_unobserved = observer.simulated_device_uses() == uses
             timer.on_batch(it, batch, start, time.perf_counter(), kind="DataLoader", source=it)
             return batch
 
@@ -124,6 +126,14 @@ class LoaderTimer:
     def on_batch(
         self, it: Any, batch: Any, start: float, end: float, *, kind: str, source: Any
     ) -> None:
+        try:
+            self._on_batch(it, batch, start, end, kind=kind, source=source)
+        except Exception as internal:  # noqa: BLE001 - timing never fails the program
+            self._observer.internal("timing a loader", internal)
+
+    def _on_batch(
+        self, it: Any, batch: Any, start: float, end: float, *, kind: str, source: Any
+    ) -> None:
         site = user_site(f"{kind} batch")
         if site is None:
             return
@@ -140,9 +150,7 @@ class LoaderTimer:
         if last is None:
             stats.first_wait_s += end - start  # worker start-up, not steady-state waiting
         else:
-            stats.batches += 1
-            stats.wait_s += end - start
-            stats.step_s += start - last
+            stats.add_batch(end - start, start - last)
         it._torchport_last_end = end
         record.step += 1
         self._observer.provenance.record_tree(batch, site)

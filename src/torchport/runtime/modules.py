@@ -8,15 +8,17 @@ thread says nothing about the ops of another (a prefetch thread copying the next
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.modules import module as module_hooks
 
+from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import user_frame
 
 
@@ -28,6 +30,7 @@ class ModuleTracker:
         self._on_enter = on_enter
         self._root_names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._handles: list[Any] = []
+        self.on_internal_error: Callable[[str, BaseException], None] | None = None
 
     @property
     def stack(self) -> list[nn.Module]:
@@ -50,12 +53,29 @@ class ModuleTracker:
         self._handles = []
         self.stack.clear()
 
+    @contextlib.contextmanager
+    def loading(self) -> Iterator[None]:
+        """A block in which a DataLoader fetches a batch: modules it runs are not tracked."""
+        self._local.loading = getattr(self._local, "loading", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.loading -= 1
+
     def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if not self.stack and module not in self._root_names:
-            self._root_names[module] = _variable_name(module)
-        self.stack.append(module)
-        if self._on_enter is not None:
-            self._on_enter(module, args)
+        if getattr(self._local, "loading", 0):
+            return
+        try:
+            if not self.stack and module not in self._root_names:
+                self._root_names[module] = _variable_name(module)
+            self.stack.append(module)
+            if self._on_enter is not None:
+                self._on_enter(module, args)
+        except StrictFindingError:
+            raise
+        except Exception as internal:  # noqa: BLE001 - a hook never fails the user's module
+            if self.on_internal_error is not None:
+                self.on_internal_error("tracking a module", internal)
 
     def _post(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         if self.stack and self.stack[-1] is module:

@@ -22,11 +22,15 @@ from torchport.findings import Finding, Fix, Severity
 from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
 from torchport.runtime import simtensor, transfers
-from torchport.runtime.explain import Explainer
+from torchport.runtime.causes import library_cause
+from torchport.runtime.explain import Explainer, add_line
+from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.modules import ModuleTracker
 from torchport.runtime.record import Record
 from torchport.runtime.simulate import Simulation
 from torchport.runtime.sites import Provenance, Site, call_name, user_site
+
+__all__ = ["Observer", "Options", "StrictFindingError"]
 
 Handler = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
 T = torch.Tensor
@@ -55,10 +59,6 @@ _FLOATS = {torch.float32, torch.float64}
 class Options:
     check_finite: bool = False
     strict: bool = False
-
-
-class StrictFindingError(RuntimeError):
-    """Raised under ``--strict`` at the first error-level finding."""
 
 
 class Observer(TorchFunctionMode):
@@ -150,17 +150,34 @@ class Observer(TorchFunctionMode):
         except Exception as exc:
             self.explain(exc, func, args, kwargs)
             raise
-        if self.count_ops and self.tracker.stack:
-            self._count(args)
-        if self._check_finite:
-            self._finite(func, args, out)
+        try:
+            if self.count_ops and self.tracker.stack:
+                self._count(args)
+            if self._check_finite:
+                self._finite(func, args, out)
+        except StrictFindingError:
+            raise
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            self.internal("counting an op", internal)
         return out
 
     def explain(self, exc: BaseException, func: Any, args: tuple[Any, ...], kwargs: Any) -> None:
-        site = user_site(call_name(func))
-        finding = self.explainer.explain(exc, func, args, kwargs, site)
-        if finding is not None:
-            self.record.add_finding(finding, site)
+        """Enrich the op's error in place; a failure here adds one line and never replaces it."""
+        try:
+            site = user_site(call_name(func))
+            finding = self.explainer.explain(exc, func, args, kwargs, site)
+            if finding is not None:
+                self.record.add_finding(finding, site)
+        except Exception as internal:  # noqa: BLE001 - the user's exception must win
+            self.internal("explaining an error", internal)
+            add_line(
+                exc, f"torchport could not explain this: {type(internal).__name__}: {internal}"
+            )
+
+    def internal(self, where: str, exc: BaseException) -> None:
+        """torchport's own failure: recorded for the report, never raised into the program."""
+        with contextlib.suppress(Exception):
+            self.record.add_internal_error(where, exc)
 
     def _count(self, args: tuple[Any, ...]) -> None:
         first = args[0] if args else None
@@ -219,6 +236,9 @@ class Observer(TorchFunctionMode):
         if self.sim is not None and kwargs.get("device") is not None:
             target = self.sim.resolve(kwargs["device"])
             if target is not None:
+                if pin_host and func is not torch.tensor:
+                    # empty_cuda's check; torch.tensor pins its host staging copy instead.
+                    raise simtensor.device_error("Only dense CPU tensors can be pinned")
                 kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
@@ -246,22 +266,26 @@ class Observer(TorchFunctionMode):
             if self.has_pending:
                 self._check_pending(args)
             if tensor.device.type != "cpu":
-                self.on_sync(_SYNC_KINDS[func])
+                self.on_sync(_SYNC_KINDS[func], tensor)
             if isinstance(tensor, simtensor.SimTensor):
                 if func in (T.numpy, T.__array__):
-                    raise TypeError(
+                    raise simtensor.device_error(
                         f"can't convert {tensor.device} device type tensor to numpy. Use "
-                        "Tensor.cpu() to copy the tensor to host memory first."
+                        "Tensor.cpu() to copy the tensor to host memory first.",
+                        TypeError,
                     )
                 if func is T.tolist:  # refused for subclasses; on a GPU it copies to the host
                     return tensor._inner.tolist()
         return func(*args, **kwargs)
 
-    def on_sync(self, kind: str) -> None:
+    def on_sync(self, kind: str, tensor: torch.Tensor | None = None) -> None:
         """A host-device synchronization: count it at its site; earlier copies are now done."""
-        site = user_site(kind)
-        if site is not None:
-            self.record.add_sync(site, kind)
+        try:
+            site = user_site(kind)
+            if site is not None:
+                self.record.add_sync(site, kind, library_cause(tensor, self.provenance))
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            self.internal("recording a sync", internal)
         self.pending = WeakIdKeyDictionary()
         self.has_pending = False
 

@@ -21,11 +21,25 @@ class TransferStats:
 SYNC_EVERY_N_STEPS = 4  # a site that syncs at least every 4th step is in the hot loop
 
 
+@dataclass(frozen=True)
+class Cause:
+    """Where inside a library a sync was made (``via``), and the user's cheaper way.
+
+    ``fix`` is None when torch leaves the user none (then the sync is no finding); a sync the
+    user chose by a call of theirs (``warn``) is a warning, a library's own habit a suggestion.
+    """
+
+    via: str
+    fix: str | None
+    warn: bool = False
+
+
 @dataclass
 class SyncStats:
     count: int = 0
     first_step: int = 0
     last_step: int = 0
+    cause: Cause | None = None  # set when library code made the sync (see causes.py)
 
     @property
     def in_loop(self) -> bool:
@@ -33,6 +47,9 @@ class SyncStats:
         # exactly what the fix recommends, so it must not be flagged.
         span = self.last_step - self.first_step
         return span > 0 and self.count * SYNC_EVERY_N_STEPS >= span
+
+
+LOADER_WINDOW = 8  # batches per window of the wait share (how steady the waiting was)
 
 
 @dataclass
@@ -45,6 +62,21 @@ class LoaderStats:
     num_workers: int = 0
     pin_memory: bool | None = False  # None for a DeviceLoader: it stages through its own buffers
     last_end: float | None = None
+    window_shares: list[float] = field(default_factory=list)  # waiting share per full window
+    _window: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # batches, wait, step
+
+    def add_batch(self, wait_s: float, step_s: float) -> None:
+        self.batches += 1
+        self.wait_s += wait_s
+        self.step_s += step_s
+        window = self._window
+        window[0] += 1
+        window[1] += wait_s
+        window[2] += step_s
+        if window[0] == LOADER_WINDOW:
+            busy = window[1] + window[2]
+            self.window_shares.append(window[1] / busy if busy > 0 else 0.0)
+            window[:] = [0.0, 0.0, 0.0]
 
 
 @dataclass
@@ -63,6 +95,8 @@ class Record:
     loaders: dict[Site, LoaderStats] = field(default_factory=dict)
     # Findings decided on the spot (one per site and code), in the order they happened.
     immediate: dict[tuple[str, Site | None, str], Finding] = field(default_factory=dict)
+    # torchport's own failures, caught at its boundary so that the program runs on unchanged.
+    internal_errors: list[str] = field(default_factory=list)
 
     def add_transfer(
         self, site: Site, direction: str, pinned: bool, non_blocking: bool, nbytes: int
@@ -74,12 +108,17 @@ class Record:
         stats.count += 1
         stats.bytes += nbytes
 
-    def add_sync(self, site: Site, kind: str) -> None:
+    def add_sync(self, site: Site, kind: str, cause: Cause | None = None) -> None:
         stats = self.syncs.get((site, kind))
         if stats is None:
-            stats = self.syncs[(site, kind)] = SyncStats(first_step=self.step)
+            stats = self.syncs[(site, kind)] = SyncStats(first_step=self.step, cause=cause)
         stats.count += 1
         stats.last_step = self.step
+
+    def add_internal_error(self, where: str, exc: BaseException) -> None:
+        text = f"{where}: {type(exc).__name__}: {exc}"
+        if text not in self.internal_errors:
+            self.internal_errors.append(text)
 
     def add_finding(self, finding: Finding, site: Site | None, key: str = "") -> bool:
         """Keep the first finding of a code at a site; True when it is new."""

@@ -1,12 +1,15 @@
-"""Multi-GPU collectives of ``nn.DataParallel`` (``torch.nn.parallel.comm``) on simulated GPUs.
+"""Multi-GPU code on simulated GPUs: DataParallel's collectives and DDP's process group.
 
-The real ones are C++ CUDA kernels; here each is a few host copies between the simulated
-devices, so DataParallel code (scatter, replicate, parallel_apply, gather) runs on ``cuda:N``
-and a cross-device mistake inside it still raises the real error.
+The collectives of ``nn.DataParallel`` (``torch.nn.parallel.comm``) are C++ CUDA kernels; here
+each is a few host copies between the simulated devices, so DataParallel code (scatter,
+replicate, parallel_apply, gather) runs on ``cuda:N`` and a cross-device mistake inside it still
+raises the real error. DDP's NCCL backend needs a CUDA build: its process groups run on gloo,
+which the simulated tensors (CPU data to C++) satisfy.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +38,42 @@ class _DeviceContext:
         self._simulation.current = self._previous
 
 
+def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
+    """(owner, name, stand-in) for torch.distributed's process group creation: NCCL → gloo."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return []
+
+    def on_gloo(create: Any) -> Any:
+        @functools.wraps(create)
+        def created(*args: Any, **kwargs: Any) -> Any:
+            if args and "backend" not in kwargs and create is original_init:
+                kwargs["backend"], args = args[0], args[1:]
+            backend = kwargs.get("backend")
+            if backend is None or "nccl" in str(backend).lower():
+                from torchport.runtime.simulate import say_once
+
+                say_once("NCCL (the process group runs on gloo)")
+                kwargs["backend"] = "gloo"
+            device_id = kwargs.get("device_id")
+            if device_id is not None and simulation.resolve(device_id) is not None:
+                kwargs["device_id"] = None  # gloo binds no CUDA device
+            return create(*args, **kwargs)
+
+        return created
+
+    original_init = dist.init_process_group
+    return [
+        (dist, "init_process_group", on_gloo(original_init)),
+        (dist, "new_group", on_gloo(dist.new_group)),
+    ]
+
+
 def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     """(owner, name, stand-in) for torch.nn.parallel.comm and torch.cuda.device."""
     from torch.nn.parallel import comm
+    from torch.nn.parallel._functions import Scatter
 
     def device_of(device: Any) -> torch.device:
         if isinstance(device, int) and device < 0:
@@ -82,7 +118,20 @@ def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     ) -> list[torch.Tensor]:
         return [reduce_add(list(group), destination) for group in zip(*inputs, strict=True)]
 
+    def scatter_forward(
+        ctx: Any, target_gpus: Sequence[Any], chunk_sizes: Any, dim: int, input: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        # DataParallel's Scatter.forward, less its background copy streams: torch makes those
+        # with torch.device(int), which C++ refuses without a real accelerator.
+        ctx.dim = dim
+        ctx.input_device = input.get_device() if input.device.type != "cpu" else -1
+        outputs = scatter(input, [device_of(d) for d in target_gpus], chunk_sizes, dim)
+        if input.is_complex():
+            outputs = tuple(torch.view_as_complex(o) for o in outputs)
+        return outputs
+
     return [
+        (Scatter, "forward", staticmethod(scatter_forward)),
         (comm, "scatter", scatter),
         (comm, "gather", gather),
         (comm, "broadcast_coalesced", broadcast_coalesced),

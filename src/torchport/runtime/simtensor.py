@@ -9,6 +9,9 @@ host and simulated device goes through autograd functions, so gradients come bac
 
 from __future__ import annotations
 
+import os
+import sys
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -19,15 +22,33 @@ _make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
 SYNC_HOOKS: list[Callable[[str], None]] = []
-# Ops that legitimately take tensors on different devices (cross-device copies, CPU indices).
-_CROSS_DEVICE_OK = {
-    torch.ops.aten.copy_.default,
-    torch.ops.aten._to_copy.default,
-    torch.ops.aten.index.Tensor,
-    torch.ops.aten.index_put_.default,
-    torch.ops.aten._index_put_impl_.default,
-    torch.ops.aten.lift_fresh.default,
+# While torch.save runs (SAVING is not empty): storage data pointer -> the simulated device of
+# the tensors saved on it, read by torch.save's location tag.
+SAVING: list[bool] = []
+SAVED_DEVICES: dict[int, torch.device] = {}
+_aten = torch.ops.aten
+# Ops whose tensors may sit on different devices; the result lives where ``self`` (or the
+# ``device`` argument) says.
+_CROSS_DEVICE_OK = {_aten.copy_.default, _aten._to_copy.default, _aten.lift_fresh.default}
+# Advanced indexing. Reading (``x[i]``) accepts index tensors on the CPU or on x's device
+# (ATen's check_indices_on_cpu_or_selfdevice); writing (``x[i] = v``, and the backward of a read)
+# moves index tensors of any device to x's (ATen's make_info, "Ensure indices are on the same
+# device as self") and a one-element 0-dim value too; any other value must be on x's device.
+_INDEX_READ = {_aten.index.Tensor, _aten.index.Tensor_out, _aten._unsafe_index.Tensor}
+_INDEX_WRITE = {
+    _aten.index_put.default,
+    _aten.index_put_.default,
+    _aten._index_put_impl_.default,
+    _aten._unsafe_index_put.default,
 }
+
+
+def device_error(message: str, kind: type[Exception] = RuntimeError) -> Exception:
+    """The error a real GPU raises here, marked as the simulation's on purpose (not a bug of
+    torchport's: the tests that run whole programs tell the two apart by this mark)."""
+    error = kind(message)
+    error._torchport_simulated = True  # type: ignore[attr-defined]
+    return error
 
 
 class SimTensor(torch.Tensor):
@@ -84,8 +105,16 @@ class SimTensor(torch.Tensor):
         return text[:-1] + extra + ")" if text.endswith(")") else text
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        # Saved as the plain CPU tensor, so checkpoints load with weights_only=True anywhere.
-        return self._inner.__reduce_ex__(protocol)  # type: ignore[no-untyped-call]
+        # Pickled as its plain CPU data, so checkpoints load with weights_only=True anywhere;
+        # within torch.save the storage is tagged with the simulated device (see simload.py).
+        if SAVING:
+            SAVED_DEVICES[self._inner.untyped_storage().data_ptr()] = self._sim_device
+        data = self._inner.detach()
+        if getattr(self, "_is_param", False):
+            return (torch._utils._rebuild_parameter, (data, self.requires_grad, OrderedDict()))
+        if self.requires_grad:
+            data.requires_grad_(True)
+        return data.__reduce_ex__(protocol)  # type: ignore[no-untyped-call]
 
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:
@@ -109,13 +138,16 @@ class SimTensor(torch.Tensor):
         if out is not _SLOW:
             return out
         wrappers: dict[int, SimTensor] = {}
-        seen: list[tuple[int | str, torch.device, bool]] = []
+        seen: Seen = []
         plain_args = [_unwrap(a, i, wrappers, seen) for i, a in enumerate(args)]
         plain_kwargs = (
             {k: _unwrap(v, k, wrappers, seen) for k, v in kwargs.items()} if kwargs else {}
         )
         device = _common_device(func, seen)
         target = plain_kwargs.get("device")
+        # A CPU ``device`` here comes from C++ (``grad.options()`` in a backward formula), where
+        # a SimTensor's options name its real CPU storage: the result stays simulated. The
+        # user's own ``device=`` never gets here, the observer routes it.
         if isinstance(target, torch.device) and target.type != "cpu":
             device, plain_kwargs["device"] = target, _CPU
         out = func(*plain_args, **plain_kwargs)
@@ -191,41 +223,93 @@ def _mutates_view(func: Any) -> bool:
     return known
 
 
-def _unwrap(
-    value: Any,
-    where: int | str,
-    wrappers: dict[int, SimTensor],
-    seen: list[tuple[int | str, torch.device, bool]],
-) -> Any:
+Seen = list[tuple[int | str, torch.device, bool]]  # (argument, device, is 0-dim)
+
+
+def _unwrap(value: Any, where: int | str, wrappers: dict[int, SimTensor], seen: Seen) -> Any:
     if type(value) is SimTensor:
         inner = value._inner
         wrappers[id(inner)] = value
-        seen.append((where, value._sim_device, False))
+        seen.append((where, value._sim_device, inner.dim() == 0))
         return inner
     if isinstance(value, torch.Tensor):
-        seen.append((where, value.device, value.dim() == 0 and value.device.type == "cpu"))
+        seen.append((where, value.device, value.dim() == 0))
         return value
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor | None):
         return type(value)(_unwrap(v, where, wrappers, seen) for v in value)
     return value
 
 
-def _common_device(
-    func: Any, seen: list[tuple[int | str, torch.device, bool]]
-) -> torch.device | None:
-    """The simulated device of the op, or the error the real backend raises for mixed devices."""
+def _common_device(func: Any, seen: Seen) -> torch.device | None:
+    """The simulated device of the op's result (None: a host result), or the error the real
+    backend raises for its mix of devices."""
+    if func in _CROSS_DEVICE_OK:
+        return _simulated(_self_device(seen))
+    if func in _INDEX_READ or func in _INDEX_WRITE:
+        return _simulated(_indexing_device(func, seen))
     common: torch.device | None = None
-    for where, device, cpu_scalar in seen:
-        if cpu_scalar:
-            continue
+    for where, device, zero_dim in seen:
+        if zero_dim and device.type == "cpu":
+            continue  # a 0-dim CPU tensor is a scalar to every backend
         if common is None:
             common = device
-        elif device != common and func not in _CROSS_DEVICE_OK:
-            raise RuntimeError(mismatch_message(func, common, _argument_name(func, where), device))
+        elif device != common:
+            if _issued_by_autograd_engine():
+                return next(d for _, d, _ in seen if d.type != "cpu")
+            raise device_error(mismatch_message(func, common, _argument_name(func, where), device))
     if common is None or common.type == "cpu":
         sims = [d for _, d, _ in seen if d.type != "cpu"]
         return sims[0] if sims else None
     return common
+
+
+_ENGINE_ENTRIES = {"_engine_run_backward", "backward", "grad"}
+
+
+def _issued_by_autograd_engine() -> bool:
+    """Whether C++ code running a backward pass issued this op (no Python frame of its own).
+
+    There, a plain CPU tensor mixed with simulated ones was made in C++ from a simulated
+    tensor's options (which name its real CPU storage): a gradient buffer of the autograd
+    engine, a bucket of DDP's reducer. On a GPU it would be on the device, so the op is not a
+    device mismatch. A mismatch in the forward pass, or in a Python ``backward`` of the user's,
+    still raises: those have their own Python frame.
+    """
+    try:
+        frame = sys._getframe(3)  # past this function, _common_device and __torch_dispatch__
+    except ValueError:  # no Python caller at all: not the engine's backward either
+        return False
+    code = frame.f_code
+    return code.co_name in _ENGINE_ENTRIES and code.co_filename.replace(os.sep, "/").endswith(
+        ("torch/autograd/graph.py", "torch/autograd/__init__.py")
+    )
+
+
+def _simulated(device: torch.device | None) -> torch.device | None:
+    return None if device is None or device.type == "cpu" else device
+
+
+def _self_device(seen: Seen) -> torch.device | None:
+    return next((device for where, device, _ in seen if where in (0, "self")), None)
+
+
+def _indexing_device(func: Any, seen: Seen) -> torch.device | None:
+    own = _self_device(seen)
+    if own is None:
+        return None
+    for where, device, zero_dim in seen:
+        name = _argument_name(func, where)
+        if name == "self" or device == own:
+            continue
+        if name == "indices":
+            if func in _INDEX_READ and device.type != "cpu":
+                raise device_error(
+                    "indices should be either on cpu or on the same device as the indexed "
+                    f"tensor ({own})"
+                )
+        elif not (name == "values" and zero_dim):
+            raise device_error(mismatch_message(func, own, name, device))
+    return own
 
 
 def _argument_name(func: Any, where: int | str) -> str:

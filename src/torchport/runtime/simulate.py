@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map_only
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
-from torchport.runtime.simparallel import comm_patches
-from torchport.runtime.simtensor import SYNC_HOOKS, to_simulated
+from torchport.runtime.simload import save_load_patches
+from torchport.runtime.simparallel import comm_patches, process_group_patches
+from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor, device_error
 
 _SPEC = re.compile(r"^(cuda|mps)(?::(\d+))?$")
 _MISSING = object()
@@ -125,7 +125,7 @@ class Simulation:
         index = self.current if target.index is None else target.index
         if index >= self.count:
             name = "CUDA" if self.kind == "cuda" else "MPS"
-            raise RuntimeError(
+            raise device_error(
                 f"{name} error: invalid device ordinal (torchport simulates "
                 f"{self.count} {self.kind} device{'s' if self.count > 1 else ''})"
             )
@@ -166,12 +166,14 @@ class Simulation:
     def _patches(self) -> list[tuple[Any, str, Any]]:
         patches = self._tensor_patches() + self._accelerator_patches()
         if self.kind == "cuda":
-            patches += self._cuda_patches() + comm_patches(self)
+            patches += self._cuda_patches() + comm_patches(self) + process_group_patches(self)
         else:
             patches += [(torch.backends.mps, "is_available", lambda: True)]
             patches += [(torch.mps, "synchronize", self._synchronize)]
         patches += [(torch.amp.autocast_mode.autocast, "__init__", self._autocast_init())]
-        patches += [(torch, "compile", _eager_compile), (torch, "load", self._load())]
+        patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
+        grouping = torch._C._group_tensors_by_device_and_dtype
+        patches += [(torch._C, "_group_tensors_by_device_and_dtype", _by_simulated(grouping))]
         return patches
 
     def _synchronize(self, device: Any = None) -> None:
@@ -232,12 +234,19 @@ class Simulation:
             (acc, "synchronize", self._synchronize),
             (acc, "current_stream", lambda device=None: _SimStream(device)),
             (acc, "set_stream", lambda stream: None),
+            # Device-generic streams and events (DataParallel's scatter makes its copy streams
+            # with torch.Stream): C++ refuses them without a real accelerator.
+            (torch, "Stream", _SimStream),
+            (torch, "Event", _SimEvent),
         ]
 
     def _tensor_patches(self) -> list[tuple[Any, str, Any]]:
         simulation = self
 
         def pin_memory(tensor: torch.Tensor, device: Any = None) -> torch.Tensor:
+            if isinstance(tensor, SimTensor):
+                kind = tensor._inner.type().replace("torch.", f"torch.{tensor.device.type}.", 1)
+                raise device_error(f"cannot pin '{kind}' only dense CPU tensors can be pinned")
             copy = tensor.clone()
             simulation.pinned[copy] = True
             return copy
@@ -252,21 +261,6 @@ class Simulation:
             (torch.Tensor, "is_pinned", is_pinned),
             (torch.Tensor, "record_stream", lambda tensor, stream: None),
         ]
-
-    def _load(self) -> Callable[..., Any]:
-        original = torch.load
-        simulation = self
-
-        def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
-            target = None
-            if isinstance(map_location, (str, torch.device)):
-                target = simulation.resolve(map_location)
-            if target is None:
-                return original(f, map_location, *args, **kwargs)
-            loaded = original(f, "cpu", *args, **kwargs)
-            return tree_map_only(torch.Tensor, lambda t: to_simulated(t, target), loaded)
-
-        return load
 
     def _autocast_init(self) -> Callable[..., None]:
         original = torch.amp.autocast_mode.autocast.__init__
@@ -304,3 +298,29 @@ def say_once(what: str, _said: set[str] = set()) -> None:  # noqa: B006 - a proc
     if what not in _said:
         _said.add(what)
         print(f"torchport: --simulate cannot simulate {what}; carrying on.", file=sys.stderr)
+
+
+Grouped = dict[tuple[torch.device, torch.dtype], tuple[list[list[Any]], list[int]]]
+
+
+def _by_simulated(grouping: Callable[..., Grouped]) -> Callable[..., Grouped]:
+    """torch's grouping of tensors by device (clip_grad_norm_, foreach optimizers, GradScaler)
+    reads the real CPU device in C++; split its groups by the simulated device, as on a GPU."""
+
+    def group(tensorlistlist: list[list[Any]], with_indices: bool = False) -> Grouped:
+        grouped = grouping(tensorlistlist, with_indices)
+        out: Grouped = {}
+        for (device, dtype), (lists, indices) in grouped.items():
+            for j, first in enumerate(lists[0]):
+                key = (first.device if isinstance(first, SimTensor) else device, dtype)
+                slot = out.get(key)
+                if slot is None:
+                    slot = out[key] = ([[] for _ in lists], [])
+                for k, tensors in enumerate(lists):
+                    if tensors:
+                        slot[0][k].append(tensors[j])
+                if with_indices:
+                    slot[1].append(indices[j])
+        return out
+
+    return group

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import warnings
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -25,28 +26,45 @@ def _package_dir(module: Any) -> str:
     return os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
 
 
+_TORCHPORT_DIR = _package_dir(torchport)
 _SKIPPED_DIRS = tuple(
     {
         _package_dir(torch),
-        _package_dir(torchport),
+        _TORCHPORT_DIR,
         os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep,
     }
 )
 # The bundled examples are user code as far as findings go: they are what users run first.
-_EXAMPLES_DIR = os.path.join(_package_dir(torchport), "examples") + os.sep
+_EXAMPLES_DIR = os.path.join(_TORCHPORT_DIR, "examples") + os.sep
+# Installed libraries (torchvision, timm, pytest…) are not the user's code either: a finding
+# names the user's line that called into them.
+_INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 _IS_USER: dict[str, bool] = {}
 
 
-def _is_user_file(filename: str) -> bool:
+def is_user_file(filename: str) -> bool:
+    """Whether ``filename`` is the user's code (not torch, torchport, Python or a library)."""
     known = _IS_USER.get(filename)
     if known is None:
         absolute = os.path.abspath(filename)
         known = not filename.startswith("<") and (
-            absolute.startswith(_EXAMPLES_DIR) or not absolute.startswith(_SKIPPED_DIRS)
+            absolute.startswith(_EXAMPLES_DIR)
+            or not (absolute.startswith(_SKIPPED_DIRS) or any(d in absolute for d in _INSTALLED))
         )
-        if "site-packages" in absolute and ("_pytest" in absolute or "pluggy" in absolute):
-            known = False
         _IS_USER[filename] = known
+    return known
+
+
+_IS_TORCHPORT: dict[str, bool] = {}
+
+
+def is_torchport_file(filename: str) -> bool:
+    """Whether ``filename`` is torchport's own code (its bundled examples are the user's)."""
+    known = _IS_TORCHPORT.get(filename)
+    if known is None:
+        absolute = os.path.abspath(filename)
+        known = absolute.startswith(_TORCHPORT_DIR) and not absolute.startswith(_EXAMPLES_DIR)
+        _IS_TORCHPORT[filename] = known
     return known
 
 
@@ -79,7 +97,7 @@ def user_frame(start: int = 2) -> FrameType | None:
         frame: FrameType | None = sys._getframe(start)
     except ValueError:
         return None
-    while frame is not None and not _is_user_file(frame.f_code.co_filename):
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
 
@@ -127,3 +145,70 @@ class Provenance:
         elif isinstance(value, dict):
             for item in value.values():
                 self.record_tree(item, site)
+
+
+class _WarningsAtUserLine:
+    """Shows a warning that an op raised at the user's line, not at torchport's handler.
+
+    Python attributes a warning from C++ (or one with ``stacklevel``) to the innermost Python
+    frame, which under observation is the observer calling the op. The hook puts it back at the
+    user's line that made the call, with the filters and the once-per-line memory of that
+    line's module, as if torchport were absent. It costs nothing until a warning is shown.
+    """
+
+    def __init__(self) -> None:
+        self._saved: list[Any] = []
+
+    def install(self) -> None:
+        original = warnings.showwarning
+        self._saved.append(original)
+
+        def showwarning(  # noqa: PLR0917 - the signature of warnings.showwarning
+            message: Warning | str, category: type[Warning], filename: str, lineno: int,
+            file: Any = None, line: str | None = None,
+        ) -> None:  # fmt: skip
+            if is_torchport_file(filename) and _reissue(message, category, filename, lineno):
+                return
+            original(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = showwarning
+
+    def remove(self) -> None:
+        warnings.showwarning = self._saved.pop()
+
+
+def _reissue(message: Warning | str, category: type[Warning], filename: str, lineno: int) -> bool:
+    """Warn again at the user's line; False when there is none (the caller shows it as it is)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and not (
+        frame.f_code.co_filename == filename and frame.f_lineno == lineno
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    attributed = frame
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    # torchport's own module remembered the warning as shown at its line; forget that, so the
+    # same warning from another line of the user's is shown there too.
+    registry = attributed.f_globals.get("__warningregistry__")
+    if isinstance(registry, dict):
+        text = str(message)
+        for key in ((text, category, lineno), (text, category, 0)):
+            registry.pop(key, None)
+    user_globals = frame.f_globals
+    warnings.warn_explicit(
+        message,
+        category,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=user_globals.get("__name__"),
+        registry=user_globals.setdefault("__warningregistry__", {}),
+        module_globals=user_globals,
+    )
+    return True
+
+
+warnings_at_user_line = _WarningsAtUserLine()

@@ -19,6 +19,7 @@ from torchport.findings import Fix
 from torchport.rules.dtype import Float64OnAccelerator
 from torchport.rules.transfer import NonBlockingCopyFromPageable
 from torchport.runtime import simtensor
+from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site, user_site
 
 if TYPE_CHECKING:
@@ -28,8 +29,8 @@ T = torch.Tensor
 _SYNC_NAMES = {"Tensor.to": ".to('cpu')", "Tensor.cpu": ".cpu()", "Tensor.copy_": ".copy_()"}
 
 
-def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
-    """(device, dtype, non_blocking) from any of ``Tensor.to``'s three signatures."""
+def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool, bool]:
+    """(device, dtype, non_blocking, copy) from any of ``Tensor.to``'s three signatures."""
     rest = list(args[1:])
     device: Any = None
     dtype: Any = None
@@ -47,7 +48,8 @@ def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, b
     device = kwargs.get("device", device)
     dtype = kwargs.get("dtype", dtype)
     non_blocking = bool(kwargs.get("non_blocking", flags[0] if flags else False))
-    return device, dtype, non_blocking
+    copy = bool(kwargs.get("copy", flags[1] if len(flags) > 1 else False))
+    return device, dtype, non_blocking, copy
 
 
 class TransferHandlers:
@@ -68,11 +70,13 @@ class TransferHandlers:
 
     def _to(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         tensor = args[0]
-        device, dtype, non_blocking = parse_to(args, kwargs)
+        device, dtype, non_blocking, copy = parse_to(args, kwargs)
         sim = self.o.sim
         target = sim.resolve(device) if sim is not None and device is not None else None
         if target is not None:
             out = _with_dtype(simtensor.to_simulated(tensor, target), dtype)
+            if copy and out is tensor:
+                out = out.clone()
         elif (
             isinstance(tensor, simtensor.SimTensor)
             and device is not None
@@ -127,6 +131,14 @@ class TransferHandlers:
             raise
 
     def _moved(self, source: torch.Tensor, out: Any, non_blocking: bool, call: str) -> None:
+        try:
+            self._count_copy(source, out, non_blocking, call)
+        except StrictFindingError:
+            raise
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            self.o.internal("counting a copy", internal)
+
+    def _count_copy(self, source: torch.Tensor, out: Any, non_blocking: bool, call: str) -> None:
         if not isinstance(out, torch.Tensor):
             return
         src, dst = source.device, out.device
@@ -146,7 +158,7 @@ class TransferHandlers:
                 self.o.pending[out] = site
                 self.o.has_pending = True
             else:
-                self.o.on_sync(_SYNC_NAMES[call])
+                self.o.on_sync(_SYNC_NAMES[call], source)
         else:
             self.o.record.add_transfer(site, "device->device", False, non_blocking, nbytes)
         self.o.provenance.record(out, site)

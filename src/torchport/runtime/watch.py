@@ -26,12 +26,13 @@ import torch
 from torchport.findings import Finding, Report
 from torchport.rules import matches
 from torchport.runtime import checks
+from torchport.runtime.failure import Failure, failure
 from torchport.runtime.inputs import LoaderTimer, check_module_inputs
 from torchport.runtime.modules import ModuleTracker
 from torchport.runtime.observer import Observer, Options
 from torchport.runtime.record import Record
 from torchport.runtime.simulate import Simulation
-from torchport.runtime.sites import Provenance, user_site
+from torchport.runtime.sites import Provenance, user_site, warnings_at_user_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,12 +68,14 @@ class watch:
         self.select, self.ignore = list(select), list(ignore)
         self.findings: list[Finding] = []
         self.record = Record()
+        self.failure: Failure | None = None
         self._active: list[Callable[[], None]] = []
         if simulate is not None:
             Simulation(simulate)  # validate the spec now, not inside the user's program
 
     def __enter__(self) -> watch:
         self.findings = []
+        self.failure = None
         sim = Simulation(self.simulate) if self.simulate is not None else None
         accelerator = f"{sim.kind} (simulated)" if sim is not None else _real_accelerator()
         self.record = record = Record(accelerator=accelerator)
@@ -80,6 +83,7 @@ class watch:
         tracker = ModuleTracker(on_enter=lambda module, args: None)
         observer = Observer(record, provenance, tracker, sim, self.options)
         tracker._on_enter = functools.partial(check_module_inputs, observer)
+        tracker.on_internal_error = observer.internal
         loaders = LoaderTimer(observer)
         steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
         if sim is not None:
@@ -90,6 +94,8 @@ class watch:
             steps.append((lambda: _patch_synchronize(observer), _unpatch_synchronize))
         steps += [
             (lambda: _patch_from_numpy(observer), _unpatch_from_numpy),
+            (lambda: _patch_load(observer), _unpatch_load),
+            (warnings_at_user_line.install, warnings_at_user_line.remove),
             (tracker.install, tracker.remove),
             (loaders.install, loaders.remove),
             (observer.__enter__, functools.partial(_close, observer)),
@@ -110,10 +116,13 @@ class watch:
         tb: TracebackType | None,
     ) -> None:
         self._undo()
-        self.findings = sorted(
-            (f for f in checks.findings(self.record) if self._selected(f.code)),
-            key=Finding.sort_key,
-        )
+        try:
+            self.failure = failure(exc) if exc is not None else None
+            found = checks.findings(self.record)
+        except Exception as internal:  # noqa: BLE001 - the program's own outcome must win
+            self.record.add_internal_error("checking the run", internal)
+            found = list(self.record.immediate.values())
+        self.findings = sorted((f for f in found if self._selected(f.code)), key=Finding.sort_key)
 
     def _undo(self) -> None:
         while self._active:
@@ -124,7 +133,14 @@ class watch:
 
     def report(self) -> Report:
         """The findings and the inventories (transfers, syncs, loaders, ops by device)."""
-        return Report(command="run", findings=list(self.findings), facts=checks.facts(self.record))
+        facts = checks.facts(self.record)
+        verdict = None
+        if self.failure is not None:
+            facts["failed"] = self.failure.facts()
+            verdict = self.failure.verdict()
+        if self.record.internal_errors:
+            facts["torchport_internal_errors"] = list(self.record.internal_errors)
+        return Report(command="run", findings=list(self.findings), facts=facts, verdict=verdict)
 
     def __call__(self, func: F) -> F:
         @functools.wraps(func)
@@ -211,3 +227,30 @@ def _patch_from_numpy(observer: Observer) -> None:
 
 def _unpatch_from_numpy() -> None:
     torch.from_numpy = _ORIGINAL_FROM_NUMPY.pop()
+
+
+_ORIGINAL_LOAD: list[Callable[..., Any]] = []
+
+
+def _patch_load(observer: Observer) -> None:
+    """torch.load is no torch function: wrap it to learn which line loaded a checkpoint."""
+    original = torch.load
+    _ORIGINAL_LOAD.append(original)
+
+    @functools.wraps(original)
+    def load(*args: Any, **kwargs: Any) -> Any:
+        loaded = original(*args, **kwargs)
+        if not observer.quiet:
+            try:
+                site = user_site("torch.load")
+                if site is not None:
+                    observer.provenance.record_tree(loaded, site)
+            except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+                observer.internal("noting a torch.load", internal)
+        return loaded
+
+    torch.load = load
+
+
+def _unpatch_load() -> None:
+    torch.load = _ORIGINAL_LOAD.pop()

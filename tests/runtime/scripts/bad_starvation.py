@@ -7,11 +7,12 @@ from torch.utils.data import DataLoader, Dataset
 
 
 class Slow(Dataset):
+    # 30 batches of 8 at 5 ms a sample: enough batches and loop time to be evidence.
     def __len__(self):
-        return 40
+        return 240
 
     def __getitem__(self, i):
-        time.sleep(0.001)
+        time.sleep(0.005)
         return torch.ones(4)
 
 

@@ -1,0 +1,192 @@
+"""The simulated GPU behaves as a real one where these programs met a difference."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from torchport.runtime import watch
+from torchport.runtime.simtensor import SimTensor
+
+
+def test_a_checkpoint_of_gpu_tensors_loads_back_onto_the_gpu_without_map_location() -> None:
+    with watch("cuda"):
+        buffer = io.BytesIO()
+        torch.save({"w": torch.ones(2, device="cuda"), "host": torch.zeros(2)}, buffer)
+        buffer.seek(0)
+        restored = torch.load(buffer)
+        buffer.seek(0)
+        on_cpu = torch.load(buffer, map_location="cpu")
+        buffer.seek(0)
+        remapped = torch.load(buffer, map_location={"cuda:0": "cpu"})
+    assert restored["w"].device == torch.device("cuda:0")
+    assert restored["host"].device == torch.device("cpu")
+    assert type(on_cpu["w"]) is torch.Tensor and type(remapped["w"]) is torch.Tensor
+
+
+def test_a_pickled_module_loads_onto_the_gpu_and_trains_there() -> None:
+    with watch("cuda") as w:
+        model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to("cuda")
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        buffer.seek(0)
+        loaded = torch.load(buffer, map_location="cuda", weights_only=False)
+        loaded(torch.randn(5, 3, device="cuda")).sum().backward()
+        weight = loaded[0].weight
+    assert isinstance(weight, nn.Parameter) and weight.requires_grad
+    assert weight.device == loaded[1].running_mean.device == torch.device("cuda:0")
+    assert weight.grad is not None and weight.grad.device == torch.device("cuda:0")
+    assert w.findings == []
+
+
+def test_clip_grad_norm_groups_gradients_by_their_simulated_device() -> None:
+    with watch("cuda") as w:
+        model = nn.Linear(4, 2).to("cuda")
+        for _ in range(6):
+            model(torch.randn(3, 4, device="cuda")).sum().backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+    assert norm.device == torch.device("cuda:0")
+    assert "syncs" not in w.report().facts and w.findings == []
+
+
+def test_indexing_with_cpu_indices_also_runs_backward() -> None:
+    with watch("cuda") as w:
+        table = torch.randn(5, 3, device="cuda", requires_grad=True)
+        table[torch.tensor([0, 2, 2])].sum().backward()
+        mask = torch.tensor([True, False, True, False, True])
+        table[mask].sum().backward()
+        grad = table.grad
+    assert grad is not None and grad.device == torch.device("cuda:0")
+    assert w.findings == []
+
+
+def test_a_device_index_into_a_cpu_tensor_raises_cudas_error() -> None:
+    with watch("cuda"), pytest.raises(RuntimeError) as info:
+        torch.arange(4.0)[torch.tensor([1], device="cuda")]
+    assert str(info.value).startswith(
+        "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
+    )
+
+
+class _Normalize(nn.Module):
+    """A transform written as a module (as torchvision's are), run by the dataset."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - x.mean()) / (x.std() + 1e-6)
+
+
+class _Images(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    def __init__(self) -> None:
+        self.transform = _Normalize()
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        image = torch.full((3, 8, 8), float(i))
+        for _ in range(4):
+            image = self.transform(image.clone())
+        return image, torch.tensor(i % 2)
+
+
+def test_transforms_run_by_a_loader_are_not_counted_as_the_models_cpu_compute() -> None:
+    with watch("cuda") as w:
+        model = nn.Sequential(nn.Flatten(), nn.Linear(192, 2)).to("cuda")
+        for _epoch in range(3):
+            for x, y in DataLoader(_Images(), batch_size=4):
+                loss = nn.functional.cross_entropy(model(x.to("cuda")), y.to("cuda"))
+                loss.backward()
+    assert [f for f in w.findings if f.code == "TP151"] == []
+    assert w.report().facts["ops_in_forward_by_device"].get("cpu", 0) == 0
+
+
+def test_a_warning_raised_inside_an_op_is_shown_at_the_users_line() -> None:
+    x = torch.ones(2, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        shown: list[tuple[str, int]] = []
+        original = warnings.showwarning
+        warnings.showwarning = lambda m, c, f, n, *a: shown.append((f, n))  # type: ignore[assignment]
+        try:
+            with watch():
+                float(x.sum())  # warns: requires_grad tensor converted to a scalar
+        finally:
+            warnings.showwarning = original
+    assert shown == [(__file__, _line_of("float(x.sum())  # warns"))]
+
+
+def test_a_failed_run_reports_the_error_and_the_users_line_not_no_findings() -> None:
+    with pytest.raises(ZeroDivisionError), watch("cuda") as w:
+        torch.ones(2, device="cuda").sum()
+        1 / 0  # noqa: B018 - the program's own failure
+    report = w.report()
+    assert report.facts["failed"] == {
+        "error": "ZeroDivisionError: division by zero",
+        "at": f"{__file__}:{_line_of('1 / 0  # noqa')}",
+    }
+    assert report.verdict is not None and report.verdict.startswith("The run failed at")
+
+
+def test_a_failure_inside_backward_is_reported_as_such() -> None:
+    class Broken(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+            raise ValueError("no gradient today")
+
+    with pytest.raises(ValueError), watch() as w:
+        Broken.apply(torch.ones(2, requires_grad=True)).sum().backward()
+    failed = w.report().facts["failed"]
+    assert failed["error"] == "ValueError: no gradient today" and failed["during"] == "backward"
+    assert "in backward()" in (w.report().verdict or "")
+
+
+def test_the_accelerator_api_reports_the_simulated_gpu() -> None:
+    with watch("cuda:2"):
+        assert torch.accelerator.is_available()
+        assert torch.accelerator.current_accelerator() == torch.device("cuda")
+        assert torch.accelerator.device_count() == 2
+        torch.accelerator.set_device_index(1)
+        assert torch.accelerator.current_device_index() == 1
+
+
+def test_pinning_a_device_tensor_is_refused_as_on_a_gpu() -> None:
+    with watch("cuda"):
+        with pytest.raises(RuntimeError, match="Only dense CPU tensors can be pinned"):
+            torch.empty(3, device="cuda", pin_memory=True)
+        with pytest.raises(RuntimeError, match="only dense CPU tensors can be pinned"):
+            torch.ones(3, device="cuda").pin_memory()
+        assert torch.empty(3, pin_memory=True).is_pinned()
+
+
+def test_to_with_copy_true_copies_even_on_the_same_device() -> None:
+    with watch("cuda"):
+        x = torch.ones(3, device="cuda")
+        y = x.to("cuda", copy=True)
+        y.add_(1)
+        same = x.to("cuda")
+        kept = x.cpu().tolist()
+    assert y is not x and same is x and kept == [1.0, 1.0, 1.0]
+    assert isinstance(y, SimTensor)
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line and "_line_of" not in line)
+
+
+def test_files_of_installed_libraries_are_never_named_as_the_users_line() -> None:
+    from torchport.runtime.sites import is_user_file
+
+    assert not is_user_file("/env/lib/python3.11/site-packages/torchvision/transforms.py")
+    assert not is_user_file("/usr/lib/python3/dist-packages/timm/models/vit.py")
+    assert is_user_file(__file__)
