@@ -20,12 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from torchport.analyze.context import FileContext
+from torchport.analyze.flow import vocab
 from torchport.analyze.flow.events import Meet, Sink
 from torchport.analyze.flow.interp import Interp
 from torchport.analyze.flow.program import FuncInfo, Program, Role, Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, Val, all_origins
 
-MAX_ROUNDS = 4  # re-interpretations after moves at use (each may reveal new meetings)
+MAX_ROUNDS = 6  # re-interpretations after moves at use (each may reveal new meetings)
 MOVABLE = frozenset(
     {OKind.FACTORY, OKind.DATA, OKind.BATCH, OKind.LOAD, OKind.PARAM, OKind.RESULT,
      OKind.GENERATOR}
@@ -70,6 +71,8 @@ class Placement:
     conflicts: list[Conflict] = field(default_factory=list)
     host_uses: list[Sink] = field(default_factory=list)  # device values at host-only uses
     roles: dict[FuncInfo, set[Role]] = field(default_factory=dict)
+    # (path, line, call): creation sites a run showed to need the device (port --verify)
+    forced: set[tuple[str, int, str]] = field(default_factory=set)
     _places: dict[Origin, Place] = field(default_factory=dict)
 
     # -- places --------------------------------------------------------------------------------
@@ -129,11 +132,24 @@ class Placement:
             self.roles = compute_roles(self.program, self.interp)
             if self.mode is Mode.PORT and not self.aware:
                 self._decide_roots()
+            self._decide_forced()
             added = self._round()
             if not added:
                 break
             self.interp.run()
+        self._prune_moves()
         self._host_uses()
+
+    def _prune_moves(self) -> None:
+        """Moves at use that later decisions made pointless: the value is on the device anyway
+        (a meeting seen before the call site that feeds it was moved)."""
+        self._places.clear()
+        before = self.interp.events.before
+        for key in list(self.moves):
+            unmoved = before.get(key)
+            origins = all_origins(unmoved) if unmoved is not None else set()
+            if origins and all(self.place(o) is Place.DEVICE for o in origins):
+                del self.moves[key]
 
     def _decide_roots(self) -> None:
         """Modules the program's own code builds go to the device where they are built (those a
@@ -154,15 +170,54 @@ class Placement:
                     if origin.kind in (OKind.FACTORY, OKind.DATA):
                         self.decided.setdefault(origin, Place.DEVICE)
 
+    def _decide_forced(self) -> None:
+        """Sites a run showed to need the device (``port --verify``): decided onto it, also
+        where the analysis had not seen a tensor being made (a call it cannot follow)."""
+        lines = {(path, line) for path, line, _ in self.forced}
+        seen: set[tuple[str, int]] = set()
+        for origin in self.interp.origins():
+            key = (origin.unit.path, getattr(origin.node, "lineno", 0))
+            if key in lines and origin.kind in MOVABLE:
+                self.decided.setdefault(origin, Place.DEVICE)
+                seen.add(key)
+        for path, line, call in self.forced:
+            if (path, line) not in seen:
+                for origin in self._unseen_sites(path, line, call):
+                    self.decided.setdefault(origin, Place.DEVICE)
+
+    def _unseen_sites(self, path: str, line: int, call: str) -> list[Origin]:
+        unit = self.program.by_path.get(path) or next(
+            (u for u in self.program.units if u.path == path), None
+        )
+        if unit is None:
+            return []
+        name = call.rsplit(".", 1)[-1]
+        kind = OKind.DATA if f"torch.{name}" in vocab.DATA else OKind.FACTORY
+        funcs = {id(f.node): f for f in self.interp.all_functions()}
+        out = []
+        for node in unit.ctx.calls:
+            called = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else getattr(node.func, "id", "")
+            )
+            if node.lineno == line and called == name:
+                owner = unit.ctx.function_of(node)
+                func = funcs.get(id(owner)) if owner is not None else None
+                label = f"`{call}` at {path}:{line}"
+                out.append(Origin(kind, node, unit, func, Place.HOST, label))
+        return out
+
     def _round(self) -> bool:
         """Decide (or move at use) every host origin that meets the device; True if moves at
         use were added (the program must be interpreted again to see past them)."""
         pinned = self._pinned()
         added = False
         changed = True
-        # Origins moved at use this round: their other meetings are seen again after the
-        # re-interpretation (what was computed from a moved value is on the device then).
-        self._moving: set[Origin | None] = set()
+        # Origins moved at use in a function this round: their other meetings in that function
+        # are seen again after the re-interpretation (what was computed there from the moved
+        # value is on the device then); meetings elsewhere are independent and resolved now.
+        self._moving: set[tuple[Origin, FuncInfo | None]] = set()
         while changed:
             changed = False
             self._places.clear()
@@ -222,14 +277,14 @@ class Placement:
             return self._move_at_use(conflict, None)
         result = ""
         for origin in conflict.host:
-            if origin in self.decided or origin in self._moving:
+            if origin in self.decided or (origin, conflict.meet.func) in self._moving:
                 continue
             if origin not in pinned and self._movable(origin):
                 self.decided[origin] = Place.DEVICE
                 result = "decided"
                 continue
             result = self._move_at_use(conflict, origin) or result
-            self._moving.add(origin)
+            self._moving.add((origin, conflict.meet.func))
         return result
 
     def _move_at_use(self, conflict: Conflict, origin: Origin | None) -> str:
@@ -251,14 +306,15 @@ class Placement:
     ) -> list[tuple[ast.expr, Unit, FuncInfo | None]]:
         """Where to move a value that must stay on the host at its source: as it enters the
         code that meets the device (the argument of ``model(x)``), not inside ``forward``."""
-        if depth > 8 or func is None or not isinstance(expr, ast.Name) or not func.callers:
+        root = _root_name(expr)
+        if depth > 8 or func is None or root is None or not func.callers:
             return [(expr, unit, func)]
         names = [p.arg for p in func.params]
-        if expr.id not in names:
+        if root.id not in names:
             return [(expr, unit, func)]
         sites: list[tuple[ast.expr, Unit, FuncInfo | None]] = []
         for caller, call in func.callers:
-            argument = _argument(func, call, expr.id)
+            argument = _argument(func, call, root.id)
             value = self.interp.events.values.get(id(argument)) if argument is not None else None
             if argument is None or value is None:
                 continue
@@ -302,6 +358,27 @@ class Placement:
             # `.numpy()` of a value from nowhere the analysis sees (a parameter nobody passes)
             return sink.how == "numpy" and not self.aware
         return any(self.place(o) is not Place.HOST for o in origins)
+
+
+def _root_name(expr: ast.expr) -> ast.Name | None:
+    """``labels`` for ``labels``, ``labels.unsqueeze(0)`` or ``labels.float()[mask]``: the
+    parameter a value made from it (on its device) comes from."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, ast.Attribute | ast.Subscript):
+            expr = expr.value
+        else:
+            return None
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _value(conflict: Conflict) -> Val:
@@ -380,26 +457,36 @@ def _own_role(func: FuncInfo, interp: Interp) -> Role | None:
 
 
 def is_aware(interp: Interp) -> bool:
-    """Whether the program already puts modules or tensors on an accelerator itself."""
+    """Whether the program already puts modules or tensors on an accelerator itself: it moves
+    something with ``.to(...)``/``.cuda()``, or makes a tensor with ``device=`` one."""
     for move in interp.events.moves.values():
         if move.place is not Place.HOST:
             return True
     for origin in interp.origins():
-        if (
-            origin.kind is OKind.MOVE
-            and isinstance(origin.node, ast.Call)
-            and origin.written is not Place.HOST
-        ):
+        node = origin.node
+        if origin.written is Place.HOST or not isinstance(node, ast.Call):
+            continue
+        moved = isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")
+        made = origin.kind in (OKind.FACTORY, OKind.DATA) and any(
+            k.arg == "device" for k in node.keywords
+        )
+        if (origin.kind is OKind.MOVE and moved) or made:
             return True
     return False
 
 
-def analyse(contexts: list[FileContext], mode: Mode, all_paths: Iterable[str] = ()) -> Placement:
+def analyse(
+    contexts: list[FileContext],
+    mode: Mode,
+    all_paths: Iterable[str] = (),
+    force: Iterable[tuple[str, int, str]] = (),
+) -> Placement:
     """The placement of a program made of ``contexts`` (``all_paths``: every file given, for
-    module names when the program is part of a larger set)."""
+    module names when the program is part of a larger set; ``force``: (path, line, call)
+    creation sites to put on the device whatever the analysis finds)."""
     program = Program(contexts, all_paths)
     interp = Interp(program)
     interp.run()
-    placement = Placement(program, interp, mode, aware=is_aware(interp))
+    placement = Placement(program, interp, mode, aware=is_aware(interp), forced=set(force))
     placement.solve()
     return placement

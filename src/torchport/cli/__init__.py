@@ -42,7 +42,13 @@ def build_parser() -> Parser:
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
+        argv = list(sys.argv[1:] if argv is None else argv)
+        passed: list[str] = []
+        if argv[:1] == ["port"] and "--" in argv:  # `port --verify X -- ARGS`: the script's own
+            cut = argv.index("--")
+            argv, passed = argv[:cut], argv[cut + 1 :]
         args = parser.parse_args(argv)
+        args.script_args = passed
         if args.command is None:
             parser.print_help()
             return EXIT_ERROR

@@ -3,7 +3,12 @@
 Prints a unified diff by default (nothing is written); ``--write`` applies it atomically. Code it
 cannot port safely is left unchanged and listed. The ported code needs only torch unless
 ``--runtime-dependency`` asks for torchport's ``default_device``, ``to_device``, ``DeviceLoader``.
-Exit codes: 0 ported (or nothing to do), 1 something was left unported, 2 bad input.
+With ``--verify`` (opt-in: it runs your program) the original runs on the CPU and the port on
+the GPU (or a simulated one, where there is none), each in a temporary copy of the folder; the
+port is repaired where the run shows a tensor left behind, and the verdict says whether it ran
+and printed the same results. Arguments for the script go after ``--``.
+Exit codes: 0 ported (or nothing to do), 1 something was left unported or did not verify,
+2 bad input.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sys
 from typing import Any
 
 from torchport.cli._common import add_output_options, emit
+from torchport.errors import UsageError
 
 
 def register(sub: Any) -> None:
@@ -40,8 +46,48 @@ def register(sub: Any) -> None:
         action="store_true",
         help="make DDP scripts for torchrun (from DataParallel or single-process code)",
     )
+    checking = p.add_argument_group("verifying the port by running it (runs your program)")
+    checking.add_argument(
+        "--verify",
+        action="store_true",
+        help="run the original (CPU) and the port (GPU, or simulated) and compare their output",
+    )
+    checking.add_argument("--entry", metavar="SCRIPT", help="the script to run (default: the one)")
+    checking.add_argument(
+        "--timeout", type=float, default=600.0, metavar="SECONDS", help="per run (default 600)"
+    )
+    checking.add_argument(
+        "--tolerance",
+        type=float,
+        metavar="REL",
+        help="relative difference allowed in printed numbers (default 1e-6 simulated, 2e-2 GPU)",
+    )
+    checking.add_argument(
+        "--repairs", type=int, default=3, metavar="N", help="re-ports after failed runs (3)"
+    )
     add_output_options(p)
     p.set_defaults(func=run)
+
+
+def _verify(
+    args: argparse.Namespace, results: list[Any], options: Any
+) -> tuple[list[Any], list[Any]]:
+    from torchport.port.verify import VerifySettings, findings, verify
+
+    if args.timeout <= 0 or args.repairs < 0:
+        raise UsageError("--timeout must be positive and --repairs not negative")
+    settings = VerifySettings(
+        entry=args.entry,
+        args=tuple(args.script_args),
+        timeout=args.timeout,
+        tolerance=args.tolerance,
+        repairs=args.repairs,
+    )
+    results, verdict = verify(args.paths, results, options, settings)
+    for line in verdict.lines():
+        print(f"torchport port --verify: {line}", file=sys.stderr)
+    entry = args.entry or next((r.path for r in results if r.entry_point), results[0].path)
+    return results, findings(verdict, entry)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,8 +99,14 @@ def run(args: argparse.Namespace) -> int:
         runtime_dependency=args.runtime_dependency, amp=args.amp, distributed=args.distributed
     )
     results = port_paths(args.paths, options)
+    verdict_findings: list[Any] = []
+    if args.verify:
+        results, verdict_findings = _verify(args, results, options)
+    elif args.script_args:
+        raise UsageError("arguments after -- are for the script that --verify runs")
     changed = [r.path for r in results if r.changed]
-    report = Report(command="port", findings=[n for r in results for n in r.notes])
+    notes = [n for r in results for n in r.notes]
+    report = Report(command="port", findings=[*notes, *verdict_findings])
     report.facts["files changed"] = len(changed)
     if args.write:
         written = write(results)

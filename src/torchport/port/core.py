@@ -48,34 +48,51 @@ def port_source(
     return port_sources([(path, source)], options)[0]
 
 
-def port_sources(files: list[tuple[str, str]], options: PortOptions) -> list[PortResult]:
-    """Port several files; files that import each other are analysed as one program."""
-    names = {path: _device_name(FileContext(source, path)) for path, source in files}
-    staged: dict[str, tuple[str, str, bool]] = {}
+def port_sources(
+    files: list[tuple[str, str]],
+    options: PortOptions,
+    force: Iterable[tuple[str, int, str]] = (),
+) -> list[PortResult]:
+    """Port several files; files that import each other are analysed as one program.
+
+    ``force``: (path, line, call) creation sites to put on the device whatever the analysis finds
+    (the sites a run of the port showed to be left behind, for ``--verify``).
+    """
+    staged = _Staged()
     for path, source in files:
-        text, changed = header.unhardcode(FileContext(source, path), names[path])
-        staged[path] = (source, text, changed)
-    contexts = [FileContext(text, path) for path, (_, text, _) in staged.items()]
+        name = _device_name(FileContext(source, path))
+        text, changed = header.unhardcode(FileContext(source, path), name)
+        staged.files[path] = (source, text, changed)
+        staged.names[path] = name
+    contexts = [FileContext(text, path) for path, (_, text, _) in staged.files.items()]
+    staged.paths = [c.path for c in contexts]
     results: dict[str, PortResult] = {}
-    paths = [c.path for c in contexts]
     for group in components(contexts):
-        for result in _port_program(group, paths, staged, names, options):
+        for result in _port_program(group, staged, options, set(force)):
             results[result.path] = result
     return [results[path] for path, _ in files]
 
 
+@dataclass
+class _Staged:
+    """The files after their hard-coded devices were replaced, before the analysis."""
+
+    files: dict[str, tuple[str, str, bool]] = field(default_factory=dict)  # source, text, changed
+    names: dict[str, str] = field(default_factory=dict)  # the device's name in each file
+    paths: list[str] = field(default_factory=list)
+
+
 def _port_program(
     contexts: list[FileContext],
-    paths: list[str],
-    staged: dict[str, tuple[str, str, bool]],
-    names: dict[str, str],
+    staged: _Staged,
     options: PortOptions,
+    force: set[tuple[str, int, str]],
 ) -> list[PortResult]:
-    placement = analyse(contexts, Mode.PORT, paths)
+    placement = analyse(contexts, Mode.PORT, staged.paths, force)
     planner = Planner(placement, options)
     for unit in placement.program.units:
         plan = planner.plans[unit]
-        plan.device = names[unit.path]
+        plan.device = staged.names[unit.path]
         plan.has_selection = _has_selection(unit.ctx, plan.device)
     if not placement.aware:
         rewrites.float64_entries(planner)
@@ -87,7 +104,7 @@ def _port_program(
     rewrites.notes(planner)
     results = []
     for unit in placement.program.units:
-        source, _, unhardcoded = staged[unit.path]
+        source, _, unhardcoded = staged.files[unit.path]
         plan = plans[unit]
         plan.edits.extend(amp.modernise(unit.ctx))
         if unhardcoded:

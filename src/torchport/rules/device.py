@@ -39,6 +39,35 @@ class UndecidableDevicePlacement(Rule):
     code, name, severity = "TP199", "undecidable-device-placement", Severity.WARNING
 
 
+@register
+class PortNotVerified(Rule):
+    """## What it does
+    Reports that `torchport port --verify` ran the ported program and it did not run to the
+    end on the device (real, or simulated where there is no GPU), or that its printed results
+    differ from the original's beyond the tolerance.
+
+    ## Why is this bad?
+    The diff would not do what it promises: the ported program fails on the GPU, or computes
+    something else than the CPU program did.
+
+    ## Example
+    ```console
+    $ torchport port --verify train.py -- --epochs 1
+    train.py:0:0: TP198 error port-not-verified: the port did not run on a simulated CUDA
+    device: failed (exit 1): RuntimeError: Expected all tensors to be on the same device...
+    ```
+
+    ## Use instead
+    Read the run's explanation (the creation site of the tensor left on the CPU), move that
+    tensor where it is made, and run `port --verify` again.
+
+    ## Fix safety
+    No automatic fix beyond the repairs `--verify` already tried.
+    """
+
+    code, name, severity = "TP198", "port-not-verified", Severity.ERROR
+
+
 # --- static rules (analyze): TP100-TP149 -------------------------------------------------
 
 

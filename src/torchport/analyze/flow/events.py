@@ -104,5 +104,6 @@ class Events:
     # modules move in place: the MOVE origins applied to each module origin
     placed: dict[Origin, set[Origin]] = field(default_factory=dict)
     values: dict[int, Val] = field(default_factory=dict)  # id(expr) -> its value
+    before: dict[int, Val] = field(default_factory=dict)  # a moved expression's value unmoved
     casts: set[Origin] = field(default_factory=set)  # origins whose tensors are cast to float32
     sources: dict[Origin, set[Origin]] = field(default_factory=dict)  # batch -> dataset origins

@@ -46,6 +46,7 @@ def evaluate(ip: Interp, fr: Frame, expr: ast.expr) -> Val:
     value = _evaluate(ip, fr, expr)
     moved = ip.overrides.get(id(expr))
     if moved is not None:
+        ip.events.before[id(expr)] = value
         value = moved_to(value, moved)
     ip.events.values[id(expr)] = value
     return value

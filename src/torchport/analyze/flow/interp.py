@@ -69,6 +69,7 @@ class Interp:
         self._origins: dict[tuple[int, OKind, str | None], Origin] = {}
         self._nested_funcs: dict[int, FuncInfo] = {}
         self._stack: list[FuncInfo] = []
+        self._dirty: set[FuncInfo] = set()
         self.data_funcs: set[FuncInfo] = set()  # collate functions given to a DataLoader
         # expressions the port moves where they are used: their value is on the device after
         self.overrides: dict[int, Origin] = {}
@@ -235,8 +236,9 @@ class Interp:
         self.events.calls[(id(node), id(func))] = CallSite(node, fr.unit, fr.func, func)
         if (fr.func, node) not in func.callers:
             func.callers.append((fr.func, node))
-        fresh = func.analyses < MAX_ANALYSES and func not in self._stack
-        if changed and fresh and len(self._stack) < MAX_DEPTH:
+        if changed and func in self._stack:
+            self._dirty.add(func)  # a recursive call gave it more: interpret it again after
+        elif changed and func.analyses < MAX_ANALYSES and len(self._stack) < MAX_DEPTH:
             self.analyse(func)
         return self._result(func)
 
@@ -256,6 +258,13 @@ class Interp:
         return seq(UNKNOWN) if func.is_generator else UNKNOWN
 
     def analyse(self, func: FuncInfo) -> None:
+        self._analyse_once(func)
+        while func in self._dirty and func.analyses < MAX_ANALYSES:
+            self._dirty.discard(func)
+            self._analyse_once(func)
+        self._dirty.discard(func)
+
+    def _analyse_once(self, func: FuncInfo) -> None:
         from torchport.analyze.flow.exprs import evaluate
         from torchport.analyze.flow.stmts import exec_block
 

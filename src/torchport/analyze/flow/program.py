@@ -59,6 +59,17 @@ class FuncInfo:
         return f"<func {owner}{self.name}>"
 
 
+def _module_base(qual: str) -> bool:
+    if qual in K.MODULE_BASES:
+        return True
+    parts = qual.split(".")
+    if qual.startswith("torch.nn.") and not {"functional", "init", "utils", "parameter"} & set(
+        parts
+    ):
+        return parts[-1][:1].isupper() and parts[-1] not in ("Parameter", "Buffer")
+    return qual.startswith("torchvision.models.") and parts[-1][:1].isupper()
+
+
 def _is_static(node: Func | ast.Lambda) -> bool:
     if isinstance(node, ast.Lambda):
         return True
@@ -80,11 +91,18 @@ class ClassInfo:
 
     @property
     def is_module(self) -> bool:
-        return bool(self.external_bases & K.MODULE_BASES) or any(b.is_module for b in self.bases)
+        """An ``nn.Module`` subclass: of Module itself, of a torch layer (``nn.Linear``) or of a
+        torchvision model, directly or through the program's own classes."""
+        external = any(_module_base(q) for q in self.external_bases)
+        return external or any(b.is_module for b in self.bases)
 
     @property
     def is_dataset(self) -> bool:
-        return bool(self.external_bases & K.DATASET_BASES) or any(b.is_dataset for b in self.bases)
+        external = any(
+            q in K.DATASET_BASES or q.startswith("torchvision.datasets.")
+            for q in self.external_bases
+        )
+        return external or any(b.is_dataset for b in self.bases)
 
     def method(self, name: str) -> FuncInfo | None:
         """The method ``name`` as Python finds it (this class, then its program bases)."""

@@ -16,6 +16,7 @@ from torchport.analyze.flow.values import (
     OKind,
     Origin,
     Val,
+    all_origins,
     element,
     join,
     seq,
@@ -76,8 +77,7 @@ def exec_stmt(ip: Interp, fr: Frame, stmt: ast.stmt) -> None:
         fr.returns.append(evaluate(ip, fr, stmt.value) if stmt.value is not None else NONE)
         fr.stopped = True
     elif isinstance(stmt, ast.If):
-        evaluate(ip, fr, stmt.test)
-        _merge(fr, [_branch(ip, fr, stmt.body), _branch(ip, fr, stmt.orelse)])
+        _if(ip, fr, stmt)
     elif isinstance(stmt, ast.For | ast.AsyncFor):
         _for(ip, fr, stmt)
     elif isinstance(stmt, ast.While):
@@ -109,6 +109,36 @@ def exec_stmt(ip: Interp, fr: Frame, stmt: ast.stmt) -> None:
     elif isinstance(stmt, ast.Match):
         evaluate(ip, fr, stmt.subject)
         _merge(fr, [_branch(ip, fr, case.body) for case in stmt.cases] + [(dict(fr.env), False)])
+
+
+def _if(ip: Interp, fr: Frame, stmt: ast.If) -> None:
+    evaluate(ip, fr, stmt.test)
+    narrowed = _narrowed(ip, fr, stmt.test)
+    saved = dict(fr.env)
+    if narrowed is not None:
+        fr.env[narrowed[0]] = narrowed[1]
+    taken = _branch(ip, fr, stmt.body)
+    fr.env = saved
+    _merge(fr, [taken, _branch(ip, fr, stmt.orelse)])
+
+
+def _narrowed(ip: Interp, fr: Frame, test: ast.expr) -> tuple[str, Val] | None:
+    """``if isinstance(x, torch.Tensor):``: in that branch ``x`` is a tensor (of what it held)."""
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+    ):
+        return None
+    if len(test.args) != 2 or not isinstance(test.args[0], ast.Name):
+        return None
+    if ip.qualname(fr.unit, test.args[1]) not in ("torch.Tensor", "torch.nn.Parameter"):
+        return None
+    name = test.args[0].id
+    held = fr.lookup(name) or UNKNOWN
+    if held.kind is Kind.TENSOR:
+        return None
+    return name, Val(Kind.TENSOR, frozenset(all_origins(held)))
 
 
 def _entered(value: Val) -> Val:

@@ -217,7 +217,8 @@ def _data(c: Invocation, q: str) -> Val:
     if first is not None and first.kind is Kind.NDARRAY and dtype is None:
         dtype = first.dtype
     made = _made(c, OKind.DATA, q)
-    made.dtype = first.dtype if first is not None and first.kind is Kind.NDARRAY else None
+    from_array = first is not None and first.kind is Kind.NDARRAY and "dtype" not in c.kwargs
+    made.dtype = first.dtype if from_array and first is not None else None
     listed = c.args and isinstance(c.args[0][0], ast.List | ast.Tuple | ast.ListComp)
     scalar = first is not None and first.kind is Kind.HOST and copies and not listed
     return tensor([made], scalar=scalar, dtype=dtype)
