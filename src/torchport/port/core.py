@@ -59,12 +59,14 @@ def port_sources(
     (the sites a run of the port showed to be left behind, for ``--verify``).
     """
     staged = _Staged()
+    contexts = []
     for path, source in files:
-        name = _device_name(FileContext(source, path))
-        text, changed = header.unhardcode(FileContext(source, path), name)
+        ctx = FileContext(source, path)
+        name = _device_name(ctx)
+        text, changed = header.unhardcode(ctx, name)
         staged.files[path] = (source, text, changed)
         staged.names[path] = name
-    contexts = [FileContext(text, path) for path, (_, text, _) in staged.files.items()]
+        contexts.append(FileContext(text, path) if changed else ctx)
     staged.paths = [c.path for c in contexts]
     results: dict[str, PortResult] = {}
     for group in components(contexts):

@@ -62,6 +62,8 @@ def _with_origin(ip: Interp, func: FuncInfo, param: ast.arg, value: Val) -> Val:
 
 
 def _tensor_used(func: FuncInfo) -> set[str]:
+    if func.tensor_uses is not None:
+        return func.tensor_uses
     out: set[str] = set()
     for node in ast.walk(func.node):
         if (
@@ -70,4 +72,5 @@ def _tensor_used(func: FuncInfo) -> set[str]:
             and node.attr in TENSOR_USES
         ):
             out.add(node.value.id)
+    func.tensor_uses = out
     return out

@@ -44,6 +44,7 @@ class FuncInfo:
     callers: list[tuple[FuncInfo | None, ast.Call]] = field(default_factory=list)
     roles: set[Role] = field(default_factory=set)
     is_generator: bool = False
+    tensor_uses: set[str] | None = None  # names used like tensors in its body (guesses)
 
     @property
     def params(self) -> list[ast.arg]:
@@ -204,6 +205,7 @@ class Program:
         self.units: list[Unit] = []
         self.by_module: dict[str, Unit] = {}
         self.by_path: dict[str, Unit] = {}
+        self._near: dict[tuple[str, int], Unit | None] = {}
         for ctx in contexts:
             name, is_init = module_name(ctx.path, paths)
             unit = Unit(ctx, name, is_init)
@@ -299,6 +301,12 @@ class Program:
         found = self.by_module.get(dotted)
         if found is not None or near is None or not dotted:
             return found
+        key = (dotted, id(near))
+        if key not in self._near:
+            self._near[key] = self._by_folder(dotted, near)
+        return self._near[key]
+
+    def _by_folder(self, dotted: str, near: Unit) -> Unit | None:
         relative = PurePath(*dotted.split("."))
         folder = PurePath(near.path).parent
         for base in [folder, *folder.parents][:4]:
