@@ -37,7 +37,7 @@ def example() -> tuple[str, list[str]]:
         "torch.randn(x.shape, device=x.device)",
         'self.register_buffer("scale", torch.ones(channels, 1, 1), persistent=False)',
         "self.blocks = nn.ModuleList([\n            nn.Conv2d(1, channels, 3, padding=1),",
-        "torch.load(checkpoint, map_location=\"cpu\")",
+        'torch.load(checkpoint, map_location="cpu")',
         "pin_memory=torch.cuda.is_available()",
         "torch.from_numpy(self.images[i]).float()",
     ],
@@ -279,7 +279,9 @@ def test_script_without_functions_gets_moves_at_module_level() -> None:
     """
     after, _ = port(code)
     assert "net = nn.Sequential(nn.Linear(2, 2)).to(device)\n" in after
-    assert "data = torch.randn(3, 2, device=device)\nprint(net(data).detach().cpu().numpy())" in after
+    assert (
+        "data = torch.randn(3, 2, device=device)\nprint(net(data).detach().cpu().numpy())" in after
+    )
 
 
 def test_distributed_script_without_main_guard_sets_up_and_tears_down_at_module_level() -> None:

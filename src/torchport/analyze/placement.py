@@ -356,7 +356,10 @@ class Placement:
             return bool(origins) and self.places(sink.val) == {Place.DEVICE}
         if not origins:
             # `.numpy()` of a value from nowhere the analysis sees (a parameter nobody passes)
-            return sink.how == "numpy" and not self.aware
+            unseen = sink.how == "numpy" or (
+                sink.how == "lengths" and sink.val.kind is Kind.UNKNOWN
+            )
+            return unseen and not self.aware
         return any(self.place(o) is not Place.HOST for o in origins)
 
 

@@ -20,7 +20,7 @@ from torchport.analyze.flow.program import FuncInfo, Role, Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, Val
 from torchport.analyze.placement import Placement
 from torchport.findings import Edit, Finding, Location, Severity
-from torchport.port import text
+from torchport.port import header, text
 from torchport.port.options import PortOptions
 from torchport.rules.device import UndecidableDevicePlacement
 
@@ -284,6 +284,9 @@ class Planner:
             )
         elif value.kind is Kind.TENSOR:
             plan.edits.extend(text.method_suffix(ctx, expr, ".cpu()"))
+        elif how == "lengths":  # a tensor or a list: pack_padded_sequence takes either on the host
+            torch = header.torch_name(ctx) or "torch"
+            plan.edits.extend(text.wrap(ctx, expr, f"{torch}.as_tensor(", ").cpu()"))
         else:
             plan.note(expr, f"`{ctx.text(expr)[:40]}` may hold tensors on the device where host "
                       "data is needed: copy them to the host first (`.cpu()`)")  # fmt: skip

@@ -34,7 +34,9 @@ class Sink:
     unit: Unit
     func: FuncInfo | None
     val: Val
-    how: str  # "numpy": the receiver of .numpy(); "cpu": an argument that needs .cpu()
+    # "numpy": the receiver of .numpy(); "cpu": an argument that needs .cpu(); "lengths": the
+    # lengths of a packed sequence (a tensor or a list)
+    how: str
     what: str
 
 

@@ -354,7 +354,7 @@ class Interp:
             self.events.meets[id(node)] = Meet(node, fr.unit, fr.func, tensors, what, module)
 
     def sink(self, fr: Frame, expr: ast.expr, val: Val, how: str, what: str) -> None:
-        if val.tensorish or val.kind is Kind.SEQ or how == "numpy":
+        if val.tensorish or val.kind is Kind.SEQ or how in ("numpy", "lengths"):
             self.events.sinks[id(expr)] = Sink(expr, fr.unit, fr.func, val, how, what)
 
     def pin(self, fr: Frame, node: ast.AST, val: Val, why: str) -> None:

@@ -277,7 +277,7 @@ def _rnn_util(c: Invocation, q: str) -> Val:
     if name == "pack_padded_sequence":
         lengths = c.arg(1, "lengths")
         if lengths is not None:
-            c.sink(lengths, "cpu", "the lengths of `pack_padded_sequence`")
+            c.sink(lengths, "lengths", "the lengths of `pack_padded_sequence`")
         return tensor(first.origins)
     if name == "pad_packed_sequence":
         label = f"the lengths from `pad_packed_sequence` at {c.where()}"
