@@ -137,7 +137,8 @@ def test_lengths_moved_with_a_whole_batch_are_copied_back_where_packing_needs_th
                 self.rnn = nn.GRU(4, 8, batch_first=True)
 
             def forward(self, batch):
-                return self.rnn(pack_padded_sequence(batch["x"], batch["lengths"], batch_first=True))[1]
+                packed = pack_padded_sequence(batch["x"], batch["lengths"], batch_first=True)
+                return self.rnn(packed)[1]
 
         def train(model, loader):
             for batch in loader:
