@@ -2,7 +2,8 @@
 
 Each subprocess imports torch once (about 2 s here), so the two ports are made side by side,
 then the originals, the ported copies, the bf16 copies and the simulated-GPU runs are started
-side by side (the long groups split in two interpreters), and torchrun launches two at a time.
+side by side (the slowest group, simulated, in two interpreters), and torchrun launches two
+at a time.
 Every group runs in its own copy of the corpus: some programs write into their working folder.
 """
 
@@ -96,8 +97,8 @@ def corpus_runs(corpus_copies: dict[str, Path]) -> Runs:
     reports = corpus_copies["simulated"] / "reports"
     reports.mkdir()
     processes = {
-        "original": runner("original", halves(ALL)),
-        "ported": runner("ported", halves(ALL)),
+        "original": runner("original", [ALL]),
+        "ported": runner("ported", [ALL]),
         "bf16": runner("bf16", [PROGRAMS]),
         "simulated": runner(
             "simulated", halves(ALL), "--simulate", "cuda", "--reports", str(reports)
