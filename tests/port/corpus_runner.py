@@ -48,9 +48,11 @@ def _forget_packages(root: Path) -> None:
 
 @contextlib.contextmanager
 def _program_state(root: Path, entry: str) -> Iterator[None]:
-    """sys.argv, sys.path and cwd as ``python ENTRY`` sets them; torch's global modes restored."""
+    """sys.argv, sys.path and cwd as ``python ENTRY`` sets them; torch's global modes (default
+    dtype, grad mode, cuDNN flags) restored for the next program."""
     saved = sys.argv[:], sys.path[:], os.getcwd()
     dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    cudnn = torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic
     if entry.startswith("-m:"):
         sys.argv = [entry[3:]]
         sys.path.insert(0, os.getcwd())
@@ -64,6 +66,7 @@ def _program_state(root: Path, entry: str) -> Iterator[None]:
         os.chdir(saved[2])
         torch.set_default_dtype(dtype)
         torch.set_grad_enabled(grad)
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = cudnn
 
 
 def _crash_sites(exc: BaseException, root: Path) -> tuple[str | None, str | None]:

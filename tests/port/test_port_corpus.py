@@ -37,11 +37,10 @@ from port_support import (
     program_files,
 )
 from tolerances import (
-    BF16,
-    BF16_LOOSER,
     ON_GPU,
     SAME_KERNELS,
     Tolerance,
+    bf16_tolerance,
     result_tolerance,
     simulated_tolerance,
 )
@@ -100,7 +99,7 @@ def test_bf16_autocast_port_runs_and_stays_close_to_the_float32_loss(
     assert "torch.autocast(device_type=device.type, dtype=torch.bfloat16)" in ported or (
         "autocast(" in "\n".join(sources(CORPUS, program).values())
     )
-    assert_close(run, ran(corpus_runs["original"][program]), BF16_LOOSER.get(program, BF16))
+    assert_close(run, ran(corpus_runs["original"][program]), bf16_tolerance(program))
 
 
 @pytest.mark.parametrize("program", cases(ALL, "simulated"))

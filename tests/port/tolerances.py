@@ -75,3 +75,13 @@ def simulated_tolerance(program: str) -> Tolerance:
     if program in AMP_ON_CUDA:
         return AMP  # as wide as GPU, for the aware ones whose original ran on a real GPU
     return result_tolerance(program, on_gpu=ON_GPU and program.startswith(AWARE_PREFIX))
+
+
+def bf16_tolerance(program: str) -> Tolerance:
+    """The --amp bf16 port against the float32 original; on a CUDA machine the port also
+    draws its device-side random numbers from CUDA's generator."""
+    bf16 = BF16_LOOSER.get(program, BF16)
+    rng = DEVICE_RNG.get(program) if ON_GPU else None
+    if rng is None or rng.rel <= bf16.rel:
+        return bf16
+    return Tolerance(rng.rel, rng.abs, f"{bf16.reason}; {rng.reason}")
