@@ -14,6 +14,7 @@ file:line it happened at. Uses the ``torchport`` next to this Python (the projec
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shutil
 import sys
@@ -39,9 +40,12 @@ from port_support import (  # noqa: E402
     results_of,
     start,
 )
-from tolerances import simulated_tolerance  # noqa: E402
+from tolerances import ON_GPU, result_tolerance, simulated_tolerance  # noqa: E402
 
 Row = dict[str, Any]
+# Columns: edits (lines the port changed), orig/port/sim (ok: ran with the original's result,
+# X: crashed, diff: another result), the two results, device findings of the simulated run,
+# CPU ops in its forward passes, `check` errors in the port, and the first failure.
 
 
 def parse_args() -> argparse.Namespace:
@@ -57,7 +61,8 @@ def select(only: list[str] | None) -> list[str]:
         return programs
     chosen = [p for p in programs if any(name in p for name in only)]
     if not chosen:
-        sys.exit(f"port_corpus: no corpus program matches {only}")
+        print(f"port_corpus: no corpus program matches {' '.join(only)}", file=sys.stderr)
+        sys.exit(2)
     return chosen
 
 
@@ -122,14 +127,29 @@ def failure(run: dict[str, Any]) -> str:
     return f"{crash}{where}{(run['error'] or '').splitlines()[0]}"
 
 
-def row(program: str, runs: dict[str, Any], findings: list[Any], ported: Path) -> Row:
+def status(run: dict[str, Any], value: float | None, original: float | None, tol: Any) -> str:
+    """ok: ran with the original's result; X: crashed; diff: ran, another result."""
+    if run["error"] is not None:
+        return "X"
+    if value is None or original is None:
+        return "diff"
+    return "ok" if abs(value - original) <= max(tol.abs, tol.rel * abs(original)) else "diff"
+
+
+def changed_lines(original: Path, ported: Path, program: str) -> int:
+    count = 0
+    for before in program_files(original, program):
+        after = ported / before.relative_to(original)
+        diff = difflib.unified_diff(before.read_text().splitlines(), after.read_text().splitlines())
+        count += sum(1 for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---"))
+    return count
+
+
+def row(program: str, runs: dict[str, Any], findings: list[Any], roots: dict[str, Path]) -> Row:
     orig, port_run, sim = (runs[g][program] for g in ("original", "ported", "simulated"))
     report = runs["reports"][program]
-    original, simulated = result(orig), result(sim)
-    tolerance = simulated_tolerance(program)
-    agrees = None
-    if original is not None and simulated is not None:
-        agrees = abs(simulated - original) <= max(tolerance.abs, tolerance.rel * abs(original))
+    original, ported, simulated = result(orig), result(port_run), result(sim)
+    status_sim = status(sim, simulated, original, simulated_tolerance(program))
     device = sorted(
         {
             f["code"]
@@ -137,18 +157,21 @@ def row(program: str, runs: dict[str, Any], findings: list[Any], ported: Path) -
             if f["code"].startswith("TP1") or f["severity"] == "error"
         }
     )
-    first_failure = next((failure(r) for r in (orig, port_run, sim) if r["error"]), "")
     return {
         "program": program,
-        "ran": [r["error"] is None for r in (orig, port_run, sim)],
+        "changed_lines": changed_lines(roots["original"], roots["ported"], program),
+        "status": [
+            "ok" if orig["error"] is None else "X",
+            status(port_run, ported, original, result_tolerance(program, on_gpu=ON_GPU)),
+            status_sim,
+        ],
         "original": original,
-        "ported": result(port_run),
+        "ported": ported,
         "simulated": simulated,
-        "agrees": agrees,
         "device_findings": device,
         "forward_cpu_ops": report["facts"].get("ops_in_forward_by_device", {}).get("cpu", 0),
-        "check_errors": len(errors_in(findings, ported, program)),
-        "failure": first_failure,
+        "check_errors": len(errors_in(findings, roots["ported"], program)),
+        "failure": next((failure(r) for r in (orig, port_run, sim) if r["error"]), ""),
     }
 
 
@@ -156,16 +179,16 @@ def print_table(rows: list[Row]) -> None:
     def number(value: float | None) -> str:
         return "-" if value is None else f"{value:.8f}"
 
-    heads = ("orig port sim ", "agree", f"{'original':>11}", f"{'simulated':>11}", "device  ")
+    heads = ("edits orig port sim ", f"{'original':>11}", f"{'simulated':>11}", "device  ")
     print(f"{'program':34}", *heads, "fwdcpu chk  failure")
     for r in rows:
-        ran = " ".join(f"{'ok' if ok else 'X':4}" for ok in r["ran"])
-        agree = {True: "yes", False: "NO", None: "-"}[r["agrees"]]
+        ran = " ".join(f"{s:4}" for s in r["status"])
         device = ",".join(r["device_findings"]) or "-"
         numbers = f"{number(r['original']):>11} {number(r['simulated']):>11}"
         counts = f"{r['forward_cpu_ops']:6} {r['check_errors']:3}"
         print(
-            f"{r['program']:34} {ran} {agree:5} {numbers} {device:8} {counts}  {r['failure'][:110]}"
+            f"{r['program']:34} {r['changed_lines']:5} {ran} {numbers} {device:8} {counts}  "
+            f"{r['failure'][:100]}"
         )
 
 
@@ -183,8 +206,8 @@ def main() -> None:
         began = time.perf_counter()
         runs, findings = run_all(roots, programs)
         run_s = time.perf_counter() - began
-        rows = [row(p, runs, findings, roots["ported"]) for p in programs]
-    good = [r for r in rows if r["ran"][2] and r["agrees"]]
+        rows = [row(p, runs, findings, roots) for p in programs]
+    good = [r for r in rows if r["status"][2] == "ok"]
     clean = sum(1 for r in good if not r["device_findings"] and not r["forward_cpu_ops"])
     summary = (
         f"{len(good)} of {len(rows)} ported programs run under --simulate cuda with the original's "
