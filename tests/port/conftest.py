@@ -47,9 +47,10 @@ def _copy(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def corpus_copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The corpus as written, ported by ``port --write``, and ported with ``--amp bf16``;
-    the simulated runs get a copy of the ported one."""
+    the simulated runs get copies of the ported one and of the original."""
     base = tmp_path_factory.mktemp("corpus")
     roots = {name: _copy(base / name) for name in ("original", "ported", "bf16")}
+    roots["simulated original"] = _copy(base / "simulated_original")
     ports = {
         "ported": start([str(TORCHPORT), "port", "--write", str(roots["ported"])], base),
         "bf16": start(
@@ -86,8 +87,9 @@ def distributed_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def corpus_runs(corpus_copies: dict[str, Path]) -> Runs:
-    """How every program ended: original, ported, ported with bf16 autocast, and ported
-    under ``--simulate cuda`` (with one report per program in ``reports/``)."""
+    """How every program ended: original, ported, ported with bf16 autocast, ported under
+    ``--simulate cuda`` (with one report per program in ``reports/``), and the device-aware
+    originals under ``--simulate cuda``."""
     python = sys.executable
 
     def runner(group: str, programs: list[list[str]], *options: str) -> list[subprocess.Popen[str]]:
@@ -103,6 +105,8 @@ def corpus_runs(corpus_copies: dict[str, Path]) -> Runs:
         "simulated": runner(
             "simulated", halves(ALL), "--simulate", "cuda", "--reports", str(reports)
         ),
+        # The GPU path of the device-aware originals, to hold their ports to it.
+        "simulated original": runner("simulated original", [AWARE], "--simulate", "cuda"),
     }
     runs: Runs = {}
     for group, started in processes.items():

@@ -127,15 +127,15 @@ PORT_NOT_YET: dict[str, tuple[str, str]] = {
         "class 5: .to(device) added to the (features, adj) tuple for model(*input)",
     ),
     "aware/loader_kwargs_pin.py": (
-        "simulated forward untouched",
+        "simulated forward untouched aware",
         "class 5: pin_memory= added to a DataLoader whose **kwargs carry it",
     ),
     "aware/mnist_accel.py": (
-        "simulated forward untouched",
+        "simulated forward untouched aware",
         "class 5: pin_memory= added to a DataLoader whose **kwargs carry it",
     ),
     "aware/vae_cuda_flag.py": (
-        "simulated forward untouched",
+        "simulated forward untouched aware",
         "class 5: pin_memory= added to a DataLoader whose **kwargs carry it",
     ),
     "aware/amp_modern.py": (
@@ -145,6 +145,11 @@ PORT_NOT_YET: dict[str, tuple[str, str]] = {
     "aware/checkpoint_map_location.py": (
         "untouched",
         "class 5: a redundant x = x.to(device) added to code that moved x already",
+    ),
+    "aware/cuda_calls_legacy.py": (
+        "aware",
+        "runtime, not port: under --simulate cuda torch.amp.autocast('cuda') computes in "
+        "bfloat16, torch.cuda.amp.autocast in float16 (a real GPU: float16 for both)",
     ),
     "aware/dcgan_ngpu.py": (
         "untouched",
@@ -208,7 +213,8 @@ PORT_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "gcn_index_add.py": (
         "cpu bf16 simulated forward",
-        "class 5: .to(device) added to the (features, edge_index) tuple for model(*inputs)",
+        "class 5: .to(device) added to the (features, edge_index) tuple for model(*inputs) "
+        "(and run: a TP303 error on the int64 edge_index)",
     ),
     "gpt_generate.py": (
         "simulated forward",

@@ -171,14 +171,17 @@ def test_porting_the_distributed_port_changes_nothing(distributed_corpus: Path) 
 
 
 @pytest.mark.parametrize("program", cases(AWARE, "aware"))
-def test_device_aware_port_prints_the_result_of_the_original(
+def test_device_aware_port_prints_the_result_of_the_original_on_both_paths(
     corpus_runs: Runs, program: str
 ) -> None:
-    # Both runs are in this environment, on the GPU where there is one, so only the GPU's own
-    # nondeterminism (atomics, cuDNN's choice of algorithm) may tell them apart.
+    # As run here: on the GPU where there is one, so only the GPU's own nondeterminism
+    # (atomics, cuDNN's choice of algorithm) may tell the two apart; else on the CPU.
     tolerance = result_tolerance(program, on_gpu=True) if ON_GPU else SAME_KERNELS
     ported = ran(corpus_runs["ported"][program])
     assert_close(ported, ran(corpus_runs["original"][program]), tolerance)
+    # And down the program's GPU path, both under --simulate cuda: the same CPU kernels.
+    simulated = ran(corpus_runs["simulated"][program])
+    assert_close(simulated, ran(corpus_runs["simulated original"][program]), SAME_KERNELS)
 
 
 @pytest.mark.parametrize("program", cases([p for p in AWARE if p not in MODERNISED], "untouched"))
