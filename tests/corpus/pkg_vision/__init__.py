@@ -1,0 +1,1 @@
+"""An image-regression project split over modules: data, coordinate helpers, model, engine."""
