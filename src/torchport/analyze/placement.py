@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from torchport.analyze.context import FileContext
 from torchport.analyze.flow import vocab
-from torchport.analyze.flow.events import Meet, Sink
+from torchport.analyze.flow.events import Draw, Meet, Sink
 from torchport.analyze.flow.interp import Interp
 from torchport.analyze.flow.program import FuncInfo, Program, Role, Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, Val, all_origins
@@ -70,6 +70,7 @@ class Placement:
     moves: dict[int, UseMove] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
     host_uses: list[Sink] = field(default_factory=list)  # device values at host-only uses
+    host_draws: list[Draw] = field(default_factory=list)  # device draws with a CPU generator
     roles: dict[FuncInfo, set[Role]] = field(default_factory=dict)
     # (path, line, call): creation sites a run showed to need the device (port --verify)
     forced: set[tuple[str, int, str]] = field(default_factory=set)
@@ -139,6 +140,7 @@ class Placement:
             self.interp.run()
         self._prune_moves()
         self._host_uses()
+        self._draws()
 
     def _prune_moves(self) -> None:
         """Moves at use that later decisions made pointless: the value is on the device anyway
@@ -348,6 +350,17 @@ class Placement:
         self._places.clear()
         self.host_uses = [
             sink for sink in self.interp.events.sinks.values() if self._needs_host(sink)
+        ]
+
+    def _draws(self) -> None:
+        """Draws from device tensors with a generator on the host: the port draws on the host
+        (the same numbers as the CPU program) and copies the result over."""
+        self.host_draws = [
+            draw
+            for draw in self.interp.events.draws.values()
+            if draw.generator.origins
+            and all(self.place(o) is Place.HOST for o in draw.generator.origins)
+            and any(self.on_device(v) for _, v in draw.tensors)
         ]
 
     def _needs_host(self, sink: Sink) -> bool:

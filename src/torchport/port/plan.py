@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from torchport.analyze.flow.events import Draw
 from torchport.analyze.flow.program import FuncInfo, Role, Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, Val
 from torchport.analyze.placement import Placement
@@ -81,7 +82,24 @@ class Planner:
             self._use_move(move.expr, move.unit, move.func, move.val, move.towards)
         for sink in self.placement.host_uses:
             self._host_use(sink.expr, sink.unit, sink.val, sink.how)
+        for draw in self.placement.host_draws:
+            self._host_draw(draw)
         return self.plans
+
+    def _host_draw(self, draw: Draw) -> None:
+        """``torch.multinomial(p, 1, generator=g)`` with ``p`` on the device and ``g`` on the
+        host: draw from ``p.cpu()`` (the numbers the CPU program drew) and copy the result."""
+        if id(draw.node) in self._done:
+            return
+        self._done.add(id(draw.node))
+        ctx = draw.unit.ctx
+        plan = self.plans[draw.unit]
+        first = draw.tensors[0][0]
+        back = f"{ctx.text(first)}.device" if _simple(first) else self.device_at(draw.unit, draw.func)
+        for expr, _ in draw.tensors:
+            self._done.add(id(expr))
+            plan.edits.extend(text.method_suffix(ctx, expr, ".cpu()"))
+        plan.edits.extend(text.method_suffix(ctx, draw.node, f".to({back})"))
 
     # -- devices -------------------------------------------------------------------------------
 

@@ -51,6 +51,20 @@ class Pin:
 
 
 @dataclass
+class Draw:
+    """A random draw from tensors with an explicit generator: ``multinomial(p, generator=g)``.
+
+    A generator must live where the tensors do; a CPU generator with device tensors fails.
+    """
+
+    node: ast.Call
+    unit: Unit
+    func: FuncInfo | None
+    generator: Val
+    tensors: list[tuple[ast.expr, Val]]
+
+
+@dataclass
 class ModuleMove:
     """``model.to(device)``/``.cuda()``/``.cpu()``: modules move in place, all aliases with them."""
 
@@ -99,6 +113,7 @@ class Events:
     meets: dict[int, Meet] = field(default_factory=dict)
     sinks: dict[int, Sink] = field(default_factory=dict)
     pins: dict[int, Pin] = field(default_factory=dict)
+    draws: dict[int, Draw] = field(default_factory=dict)
     moves: dict[int, ModuleMove] = field(default_factory=dict)
     stores: dict[int, AttrStore] = field(default_factory=dict)
     loaders: dict[int, LoaderSite] = field(default_factory=dict)

@@ -50,6 +50,16 @@ class Invocation:
     def meet(self, operands: list[Arg], what: str, *, module: bool = False) -> None:
         self.ip.meet(self.fr, self.node, operands, what, module=module)
 
+    def draw(self, tensors: list[Arg]) -> None:
+        """Record a random draw when it names a generator (which must be where ``tensors`` are)."""
+        from torchport.analyze.flow.events import Draw
+        from torchport.analyze.flow.values import Kind
+
+        generator = self.kwargs.get("generator")
+        if generator is not None and generator[1].kind is Kind.GENERATOR and tensors:
+            draw = Draw(self.node, self.fr.unit, self.fr.func, generator[1], tensors)
+            self.ip.events.draws[id(self.node)] = draw
+
     def sink(self, argument: Arg, how: str, what: str) -> None:
         self.ip.sink(self.fr, argument[0], argument[1], how, what)
 

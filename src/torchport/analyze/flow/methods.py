@@ -61,6 +61,8 @@ def _operation(c: Invocation, recv: Val, name: str, receiver: ast.expr) -> Val:
     meeting = [(e, v) for e, v in tensors if not v.scalar]
     if meeting and name not in V.NO_MEET and not recv.scalar:
         c.meet([(receiver, recv), *meeting], f"`.{name}()`")
+    if not name.endswith("_"):  # x.uniform_(generator=g) fills x in place: not a draw we move
+        c.draw([(receiver, recv)])
     origins = recv.origins
     for _, given in tensors:
         origins = origins | given.origins

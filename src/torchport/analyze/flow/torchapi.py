@@ -262,6 +262,7 @@ def _torch_function(c: Invocation, q: str) -> Val:
         items = c.everything
     tensors = [(e, v) for e, v in items if v.tensorish]
     c.meet([(e, v) for e, v in tensors if not v.scalar], f"`torch.{name}`")
+    c.draw([(e, v) for e, v in c.args if v.tensorish])
     if not tensors:
         return UNKNOWN
     scalar = name in V.REDUCTIONS and len(c.args) == 1 and not c.kwargs
