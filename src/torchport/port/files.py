@@ -71,6 +71,11 @@ def port_paths(paths: Iterable[str], options: PortOptions) -> list[PortResult]:
     return [_port(item, options, known) for item in inputs]
 
 
+def port_file(path: Path, options: PortOptions, known: Iterable[str] = ()) -> PortResult:
+    """One file as :func:`port_paths` ports it, given the model classes of its neighbours."""
+    return _port(_load(path, options), options, known)
+
+
 def _load(path: Path, options: PortOptions) -> _Input:
     item = _Input(path)
     try:
