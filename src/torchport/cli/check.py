@@ -1,7 +1,8 @@
 """``torchport check [PATHS]``: find CPU->GPU mistakes without running the code; ``--fix`` them.
 
 Exit codes: 0 no findings at or above the failing severity (or ``--exit-zero``), 1 findings
-(with ``--diff``: changes would be made), 2 usage, configuration or internal error.
+(with ``--diff``: changes would be made), or a file that could not be checked or fixed, 2 usage,
+configuration or internal error.
 """
 
 from __future__ import annotations
