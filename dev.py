@@ -95,7 +95,15 @@ def gpu(argv: list[str]) -> int:
     return gpu.run(argv, ROOT)  # its own environment, from the machine's torch: no setup()
 
 
+def fuzz() -> None:
+    # The property tests of tests/fuzz, random and long: TORCHPORT_FUZZ_EXAMPLES per property.
+    env = {"TORCHPORT_FUZZ_EXAMPLES": "500", **os.environ, "OMP_NUM_THREADS": "1"}
+    env["TORCHPORT_FUZZ"] = "1"
+    _run(PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/fuzz", env=env)
+
+
 COMMANDS = {"setup": lambda: None, "demo": demo, "test": test, "gates": gates, "check": check}
+COMMANDS["fuzz"] = fuzz  # long property-based run of tests/fuzz (README, Development)
 WITH_OPTIONS = {"wheelhouse": wheelhouse, "gpu": gpu}
 
 

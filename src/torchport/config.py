@@ -75,14 +75,17 @@ def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above ``start`` that has a [tool.torchport] table.
 
     A pyproject.toml without the table does not stop the walk, so a package inside a monorepo
-    still finds the repository's configuration.
+    still finds the repository's configuration. The TOML is parsed (not searched as text), so
+    dotted keys (``[tool]`` + ``torchport.select = …``) count; a file that mentions torchport
+    but is not valid TOML is an error rather than silently passed over.
     """
     here = start.resolve()
     if here.is_file():
         here = here.parent
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "[tool.torchport" in _read(candidate):
+        mentions = candidate.is_file() and "torchport" in _read(candidate)
+        if mentions and _section(candidate) is not None:
             return candidate
     return None
 
@@ -92,15 +95,27 @@ def load(start: Path | None = None, explicit: Path | None = None) -> Config:
     path = explicit if explicit is not None else find_pyproject(start or Path.cwd())
     if path is None:
         return Config()
-    text = _read(path)
+    return parse(_section(path) or {}, path)
+
+
+def _section(path: Path) -> dict[str, Any] | None:
+    """The [tool.torchport] table of ``path``, None when it has none; ConfigError when the file
+    is not valid TOML or ``tool`` / ``tool.torchport`` is not a table."""
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(_read(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), None, f"not valid TOML: {exc}") from None
-    section = data.get("tool", {}).get("torchport", {})
-    if not isinstance(section, dict):
-        raise ConfigError(str(path), None, "must be a table")
-    return parse(section, path)
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(str(path), None, f"`tool` must be a table, not {_kind(tool)}")
+    section = tool.get("torchport")
+    if section is not None and not isinstance(section, dict):
+        raise ConfigError(str(path), None, f"must be a table, not {_kind(section)}")
+    return section
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
 
 
 def parse(section: dict[str, Any], path: Path) -> Config:
@@ -156,7 +171,14 @@ def _codes(where: str, key: str, value: object) -> tuple[str, ...]:
 
 
 def _check_selector(where: str, key: str, code: str) -> None:
+    from torchport.rules import all_rules
+
     upper = code.upper()
-    if upper == "ALL" or (upper.startswith("TP") and upper[2:].isdigit() and len(upper) <= 5):
+    if upper == "ALL":
         return
-    raise ConfigError(where, key, f"{code!r} is not a rule code or prefix (like TP1 or TP101)")
+    if not (upper.startswith("TP") and upper[2:].isdigit() and len(upper) <= 5):
+        raise ConfigError(where, key, f"{code!r} is not a rule code or prefix (like TP1 or TP101)")
+    if not any(rule.code.startswith(upper) for rule in all_rules()):
+        raise ConfigError(
+            where, key, f"{code!r} matches no rule (`torchport rule --all` lists them)"
+        )

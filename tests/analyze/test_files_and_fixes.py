@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,16 +99,17 @@ def test_file_changed_on_disk_during_fix_is_left_alone(
 ) -> None:
     path = tmp_path / "t.py"
     path.write_text("import torch\nx = torch.randn(3)\nx.cuda()\n", encoding="utf-8")
-    real = runner.atomic_write
+    real = runner.safe_write
 
-    def racing_write(target: Path, text: str, expected: str | None = None) -> None:
+    def racing_write(target: Path, data: bytes, **kwargs: Any) -> Path:
         target.write_text("# edited meanwhile\n", encoding="utf-8")
-        real(target, text, expected=expected)
+        return real(target, data, **kwargs)
 
-    monkeypatch.setattr(runner, "atomic_write", racing_write)
+    monkeypatch.setattr(runner, "safe_write", racing_write)
     result = runner.check_file(path, runner.Options(Config(), fix=True, unsafe=True))
     assert result.problem is not None and "changed on disk" in result.problem
     assert result.applied == []
+    assert "TP101" in {f.code for f in result.findings}  # the finding whose fix did not land
     assert path.read_text(encoding="utf-8") == "# edited meanwhile\n"
 
 

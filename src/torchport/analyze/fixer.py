@@ -2,7 +2,8 @@
 
 Shared by ``check --fix`` and ``port``: edits are applied from the end of the file backwards,
 overlapping edits are dropped (the next run picks them up), writes are atomic (temp file in the
-same folder + rename) and refuse to overwrite a file that changed since it was read.
+same folder + rename), go through symbolic links, and refuse to overwrite a file that changed
+since it was read, is read-only, or has other hard links.
 Positions: lines are 1-based, columns are 0-based *character* offsets into the line
 (``ast`` gives UTF-8 byte offsets: convert with :func:`char_column`).
 """
@@ -12,15 +13,20 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from torchport.errors import TorchportError
 from torchport.findings import Edit
 
 
-class FileChangedError(TorchportError):
+class WriteRefused(TorchportError):
+    """A write that would lose something the user set up; the message says what (one line)."""
+
+
+class FileChangedError(WriteRefused):
     """The file on disk is no longer the text the fixes were computed from."""
 
 
@@ -76,22 +82,43 @@ def unified_diff(path: str, before: str, after: str) -> str:
     )
 
 
-def atomic_write(path: Path, text: str, expected: str | None = None) -> None:
-    """Replace ``path`` with ``text`` atomically, keeping its permissions.
+def write_roots(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """The folders writes must stay in: each given folder, and the folder of each given file."""
+    return tuple((p.resolve() if p.is_dir() else p.absolute().parent.resolve()) for p in paths)
 
-    With ``expected``, refuse (FileChangedError) when the file no longer holds that text.
+
+def safe_write(
+    path: Path, data: bytes, expected: bytes | None = None, within: Sequence[Path] = ()
+) -> Path:
+    """Replace the file ``path`` names with ``data`` atomically; the path written.
+
+    A symbolic link is written through: its target is replaced and the link stays. Refused
+    (WriteRefused, nothing written) when the target lies outside the folders ``within``, is
+    read-only, has other hard links (README: an atomic write would split them, an in-place one
+    would not be atomic), or no longer holds ``expected``. The file keeps its mode (and, when
+    run as root, its owner).
     """
-    if expected is not None:
-        current = path.read_bytes().decode("utf-8")
-        if current != expected:
-            raise FileChangedError(f"{path}: changed on disk while being fixed; left alone")
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    target = path.resolve()
+    if within and not any(target.is_relative_to(root) for root in within):
+        raise WriteRefused(f"resolves to {target}, outside the checked folders; not written")
+    info = target.stat()
+    if not info.st_mode & 0o222 or not os.access(target, os.W_OK):
+        raise WriteRefused("read-only file; not written")
+    if info.st_nlink > 1:
+        raise WriteRefused(f"has {info.st_nlink} hard links; not written (it would split them)")
+    if expected is not None and target.read_bytes() != expected:
+        raise FileChangedError("changed on disk while being processed; left alone")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            os.chown(tmp, info.st_uid, info.st_gid)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return target

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from torchport.analyze import engine, sources
 from torchport.analyze.checks import DETECTORS
-from torchport.analyze.fixer import FileChangedError, atomic_write, unified_diff
+from torchport.analyze.fixer import WriteRefused, safe_write, unified_diff
 from torchport.config import Config
 from torchport.findings import Finding, Location
 from torchport.rules.device import UnparsableFile
@@ -20,6 +20,7 @@ class Options:
     fix: bool = False
     unsafe: bool = False
     diff: bool = False
+    roots: tuple[Path, ...] = ()  # fixes are written only inside these folders
 
 
 @dataclass
@@ -29,7 +30,7 @@ class FileResult:
     applied: list[Finding] = field(default_factory=list)
     diff: str = ""
     empty: bool = False
-    problem: str | None = None  # could not check, or could not write the fix
+    problem: str | None = None  # not checked, or fixes not written: exit code 1 at least
 
 
 def check_file(path: Path, options: Options) -> FileResult:
@@ -49,9 +50,10 @@ def check_file(path: Path, options: Options) -> FileResult:
     try:
         tree = ast.parse(source.python)
     except SyntaxError as exc:
-        return _unparsable(result, options, f"syntax error: {exc.msg}", exc.lineno or 0)
+        where = source.position(shown, exc.lineno or 0)
+        return _unparsable(result, options, f"syntax error: {exc.msg}", where)
     except (ValueError, RecursionError, MemoryError) as exc:
-        return _unparsable(result, options, f"cannot parse: {exc}")
+        return _unparsable(result, options, f"cannot parse: {exc or type(exc).__name__}")
     selected = codes.__contains__
     try:
         if options.fix or options.diff:
@@ -59,11 +61,15 @@ def check_file(path: Path, options: Options) -> FileResult:
         else:
             result.findings = engine.analyze(source.python, shown, selected, tree)
     except RecursionError:
-        result.problem = "too deeply nested to analyse; skipped"
-        result.findings = []
+        return _unparsable(result, options, "too deeply nested to analyse")
     result.findings = [source.locate(f) for f in result.findings]
     result.applied = [source.locate(f) for f in result.applied]
     return result
+
+
+def not_checked(path: Path, why: str, options: Options) -> FileResult:
+    """The result for a path that could not even be listed or read (one line, TP100)."""
+    return _unparsable(FileResult(display(path)), options, why)
 
 
 def _fix(
@@ -75,25 +81,32 @@ def _fix(
     if outcome.text == source.python:
         return
     try:
-        new_raw = source.written(outcome.text)
-    except sources.BadFile as exc:
-        result.problem, result.applied = str(exc), []
-        return
-    if options.diff:
-        result.diff = unified_diff(result.path, source.python, outcome.text)
-        return
-    try:
-        atomic_write(source.path, new_raw, expected=source.raw)
-    except FileChangedError:
-        result.problem, result.applied = "changed on disk while being fixed; left alone", []
-    except (OSError, UnicodeDecodeError) as exc:
-        result.problem, result.applied = f"could not write the fixes: {exc}", []
+        data = source.encoded(outcome.text)
+        if options.diff:
+            result.diff = unified_diff(result.path, source.python, outcome.text)
+        else:
+            safe_write(source.path, data, expected=source.data, within=options.roots)
+    except (sources.BadFile, WriteRefused) as exc:
+        _unwritten(source, selected, result, str(exc))
+    except OSError as exc:
+        _unwritten(source, selected, result, f"could not write the fixes: {exc.strerror or exc}")
 
 
-def _unparsable(result: FileResult, options: Options, why: str, line: int = 0) -> FileResult:
-    result.problem = why
+def _unwritten(
+    source: sources.Source, selected: engine.Selected, result: FileResult, why: str
+) -> None:
+    """The fixes did not reach the file: report its findings as they are on disk."""
+    result.problem, result.applied = why, []
+    result.findings = engine.analyze(source.python, result.path, selected)
+
+
+def _unparsable(
+    result: FileResult, options: Options, why: str, where: Location | None = None
+) -> FileResult:
+    result.problem, result.applied, result.diff = why, [], ""
+    result.findings = []
     if options.config.enabled(UnparsableFile.code, result.path):
-        loc = Location(result.path, line)
+        loc = where or Location(result.path, 0)
         result.findings = [
             UnparsableFile.finding(f"{result.path} was not checked: {why}", loc, reason=why)
         ]

@@ -1,7 +1,8 @@
 """``torchport check [PATHS]``: find CPU->GPU mistakes without running the code; ``--fix`` them.
 
 Exit codes: 0 no findings at or above the failing severity (or ``--exit-zero``), 1 findings
-(with ``--diff``: changes would be made), 2 usage, configuration or internal error.
+(with ``--diff``: changes would be made), or a file that could not be checked or fixed, 2 usage,
+configuration or internal error.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def effective_config(args: argparse.Namespace, paths: list[Path]) -> Config:
 
 def run(args: argparse.Namespace) -> int:
     from torchport.analyze.files import compile_pattern, discover
-    from torchport.analyze.runner import Options
+    from torchport.analyze.fixer import write_roots
+    from torchport.analyze.runner import Options, not_checked
 
     paths: list[Path] = args.paths or [Path(".")]
     missing = [str(p) for p in paths if not p.exists()]
@@ -108,15 +110,20 @@ def run(args: argparse.Namespace) -> int:
     config = effective_config(args, paths)
     base = config.root or Path.cwd()
     exclude = [compile_pattern(g, base.absolute()) for g in (*config.exclude, *args.exclude)]
-    files = list(discover(paths, [p for p in exclude if p], gitignore=not args.no_gitignore))
-    options = Options(config, fix=args.fix, unsafe=args.unsafe_fixes, diff=args.diff)
+    unreadable: list[tuple[Path, str]] = []
+    found = discover(paths, [p for p in exclude if p], not args.no_gitignore, unreadable)
+    files = list(found)
+    options = Options(config, args.fix, args.unsafe_fixes, args.diff, roots=write_roots(paths))
     results = _check_all(files, options, args.jobs or os.cpu_count() or 1)
+    results += [not_checked(folder, why, options) for folder, why in unreadable]
     for result in results:
         if result.problem and not any(f.code == "TP100" for f in result.findings):
             print(f"torchport: {result.path}: {result.problem}", file=sys.stderr)
-    if args.diff:
-        return _print_diff(results)
-    return _report(results, args, config)
+    code = _print_diff(results) if args.diff else _report(results, args, config)
+    # A file that was not checked, or whose fixes were not written, is never "clean".
+    if code == EXIT_CLEAN and not args.exit_zero and any(r.problem for r in results):
+        return EXIT_FINDINGS
+    return code
 
 
 def _check_all(files: list[Path], options: Options, jobs: int) -> list[FileResult]:

@@ -1,14 +1,16 @@
 """``torchport port PATH…``: rewrite CPU-only PyTorch code into device-agnostic, fast GPU code.
 
 Prints a unified diff by default (nothing is written); ``--write`` applies it atomically. Code it
-cannot port safely is left unchanged and listed. The ported code needs only torch unless
-``--runtime-dependency`` asks for torchport's ``default_device``, ``to_device``, ``DeviceLoader``.
+cannot port safely is left unchanged and listed; a file it cannot port at all (unparsable, too
+deeply nested, not writable) is skipped with one line and the rest is ported. Notebooks are
+ported cell by cell. The ported code needs only torch unless ``--runtime-dependency`` asks for
+torchport's ``default_device``, ``to_device``, ``DeviceLoader``.
 With ``--verify`` (opt-in: it runs your program) the original runs on the CPU and the port on
 the GPU (or a simulated one, where there is none), each in a temporary copy of the folder; the
 port is repaired where the run shows a tensor left behind, and the verdict says whether it ran
 and printed the same results. Arguments for the script go after ``--``.
-Exit codes: 0 ported (or nothing to do), 1 something was left unported or did not verify,
-2 bad input.
+Exit codes: 0 ported (or nothing to do), 1 something was left unported, skipped or did not
+verify, 2 bad arguments, or an internal error on some file (the others are still ported).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from typing import Any
 
 from torchport.cli._common import add_output_options, emit
-from torchport.errors import UsageError
+from torchport.errors import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 
 
 def register(sub: Any) -> None:
@@ -91,9 +93,12 @@ def _verify(
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from torchport.analyze.fixer import write_roots
     from torchport.findings import Report
     from torchport.port import PortOptions
-    from torchport.port.files import diff, port_paths, write
+    from torchport.port.files import diff, internal_errors, port_paths, write
 
     options = PortOptions(
         runtime_dependency=args.runtime_dependency, amp=args.amp, distributed=args.distributed
@@ -108,8 +113,11 @@ def run(args: argparse.Namespace) -> int:
     notes = [n for r in results for n in r.notes]
     report = Report(command="port", findings=[*notes, *verdict_findings])
     report.facts["files changed"] = len(changed)
+    problems: list[str] = []
     if args.write:
-        written = write(results)
+        written, problems = write(results, write_roots(Path(p) for p in args.paths))
+        for problem in problems:
+            print(f"torchport: {problem}", file=sys.stderr)
         print(f"torchport port: wrote {len(written)} file(s)", file=sys.stderr)
     elif args.output_format == "text":
         sys.stdout.write(diff(results))
@@ -118,4 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.distributed:
         for entry in (r.path for r in results if r.entry_point and "init_process_group" in r.after):
             print(f"launch with: torchrun --nproc-per-node=NUM_GPUS {entry}", file=sys.stderr)
-    return emit(report, args)
+    code = emit(report, args)
+    if internal_errors(results):
+        return EXIT_ERROR  # the rest was ported; this is a bug in torchport, to be reported
+    return EXIT_FINDINGS if problems and code == EXIT_CLEAN and not args.exit_zero else code

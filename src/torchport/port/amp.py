@@ -36,7 +36,7 @@ def modernise(ctx: FileContext) -> list[Edit]:
                     Edit(node.lineno, start, node.lineno, start + len(node.module), "torch.amp")
                 )
     for call in ctx.calls:
-        qual = ctx.qualname(call.func)
+        qual = ctx.qualname(call.func) or _unimported_torch(ctx, call.func)
         if qual not in DEPRECATED:
             continue
         device, positional = DEPRECATED[qual]
@@ -52,6 +52,18 @@ def modernise(ctx: FileContext) -> list[Edit]:
             if index < len(positional):
                 edits.append(insert_at(ctx.start(arg), f"{positional[index]}="))
     return edits
+
+
+def _unimported_torch(ctx: FileContext, func: ast.expr) -> str | None:
+    """``torch.cuda.amp.autocast`` spelt out in a file that does not import torch (yet: the
+    port adds the import, and porting twice must change nothing)."""
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    if not (isinstance(func, ast.Name) and func.id == "torch") or "torch" in ctx.imports:
+        return None
+    return ".".join(["torch", *parts])
 
 
 def bf16_edits(ctx: FileContext, values: dict[int, Val], device: str) -> list[Edit]:

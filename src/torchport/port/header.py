@@ -66,13 +66,14 @@ def helper(ctx: FileContext, name: str) -> str:
 
 
 def _after_imports(ctx: FileContext) -> int:
-    """The line after the file's leading docstring, ``__future__`` and import statements."""
+    """The line after the file's leading docstring, ``__future__`` and import statements (a
+    notebook's magics, which stand in the analysed text as ``pass``, are passed over)."""
     line = 1
     for index, stmt in enumerate(ctx.tree.body):
         is_doc = index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
         if is_doc or isinstance(stmt, ast.Import | ast.ImportFrom):
             line = (stmt.end_lineno or stmt.lineno) + 1
-        else:
+        elif not isinstance(stmt, ast.Pass):
             break
     return line
 

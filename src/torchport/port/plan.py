@@ -95,7 +95,8 @@ class Planner:
         ctx = draw.unit.ctx
         plan = self.plans[draw.unit]
         first = draw.tensors[0][0]
-        back = f"{ctx.text(first)}.device" if _simple(first) else self.device_at(draw.unit, draw.func)
+        simple = _simple(first)
+        back = f"{ctx.text(first)}.device" if simple else self.device_at(draw.unit, draw.func)
         for expr, _ in draw.tensors:
             self._done.add(id(expr))
             plan.edits.extend(text.method_suffix(ctx, expr, ".cpu()"))

@@ -190,6 +190,8 @@ def exploded(line: cst.SimpleStatementLine, width: int = 88) -> cst.SimpleStatem
     code = cst.Module(body=[]).code_for_node(line)
     if len(code.rstrip("\n")) <= width or "\n" in code.rstrip("\n") or not call.args:
         return line
+    if any(isinstance(a.value, cst.GeneratorExp) and not a.value.lpar for a in call.args):
+        return line  # ``f(x for x in y,)`` does not parse: a bare generator takes no comma
     args = [a.with_changes(comma=cst.Comma(whitespace_after=_break("    "))) for a in call.args]
     args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=_break("")))
     new_call = call.with_changes(whitespace_before_args=_break("    "), args=args)
