@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import libcst as cst
-import pytest
 from fuzz_support import HEADER, notebooks, python_sources, torch_programs
 from hypothesis import given
 
