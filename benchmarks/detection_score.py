@@ -229,9 +229,7 @@ def score(
 ) -> tuple[dict[str, Score], dict[str, Any]]:
     """Per area (and "all") which bugs each tool finds; the false alarms of each tool."""
     areas: dict[str, Score] = defaultdict(Score)
-    alarms: dict[str, Any] = {
-        tool: {"clean": [], "buggy_unexpected": []} for tool in results
-    }
+    alarms: dict[str, Any] = {tool: {"clean": [], "buggy_unexpected": []} for tool in results}
     for case in cases:
         per_tool = {tool: found.get(case.name, []) for tool, found in results.items()}
         for tool, findings in per_tool.items():

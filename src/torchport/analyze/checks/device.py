@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_value, is_scalar
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -86,6 +87,8 @@ def tensor_created_in_forward(a: Analysis) -> Iterator[Finding]:
             continue
         if keyword(call, "device") is not None or keyword(call, "out") is not None:
             continue
+        if q == "torch.tensor" and call.args and is_scalar(a, call.args[0]):
+            continue  # a 0-dim CPU tensor may meet device tensors: no copy, no sync
         func = a.function_of(call)
         fix = Fix("create it on the input's device with `device=<input>.device`")
         if func is not None and func.name == "forward" and len(func.args.args) > 1:
@@ -154,7 +157,7 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
             if target.value.id != "self" or not isinstance(stmt.value, ast.Call):
                 continue
             q = a.qualname(stmt.value.func)
-            if q not in K.FACTORIES and q != "torch.from_numpy":
+            if q not in K.FACTORIES and q != "torch.from_numpy" and not _cpu_tensor(a, stmt.value):
                 continue
             start, value_start = a.start(stmt), a.start(stmt.value)
             edits = (
@@ -172,6 +175,12 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
                     Safety.UNSAFE,
                 ),
             )
+
+
+def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
+    """A call (a same-file helper, say) evident to return a tensor made on the CPU."""
+    info = a.info(value)
+    return info is not None and info.kind == K.TENSOR and info.device == "cpu" and info.cls is None
 
 
 @detector(R.ModulesInPlainContainer)
@@ -229,6 +238,7 @@ def _container_wrapper(a: Analysis, value: ast.expr) -> str | None:
 
 @detector(R.TorchLoadWithoutMapLocation)
 def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
+    saved = _host_saves(a)
     for call in a.call_named("torch.load"):
         if (
             keyword(call, "map_location")
@@ -236,6 +246,8 @@ def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
             or any(k.arg is None for k in call.keywords)
         ):
             continue
+        if call.args and a.text(call.args[0]) in saved:
+            continue  # this file wrote it from NumPy or CPU values: nothing to map
         fix = Fix(
             'load onto the CPU: `map_location="cpu"`',
             (add_keyword(a, call, 'map_location="cpu"'),),
@@ -265,3 +277,31 @@ def numpy_of_device_tensor(a: Analysis) -> Iterator[Finding]:
                 (insert_at(a.end(func.value), ".cpu()"),),
             ),
         )
+
+
+def _host_saves(a: Analysis) -> set[str]:
+    """Paths (as written) that this file ``torch.save``s from NumPy or CPU-only values."""
+    out: set[str] = set()
+    for call in a.call_named("torch.save"):
+        if len(call.args) == 2 and _on_host(a, call.args[0], call.lineno, depth=0):
+            out.add(a.text(call.args[1]))
+    return out
+
+
+def _on_host(a: Analysis, value: ast.expr, line: int, depth: int) -> bool:
+    """Whether ``value`` evidently holds only NumPy arrays, CPU tensors and plain Python data."""
+    if depth > 3:
+        return False
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Dict):
+        return all(_on_host(a, v, line, depth + 1) for v in value.values)
+    if isinstance(value, ast.List | ast.Tuple):
+        return all(_on_host(a, v, line, depth + 1) for v in value.elts)
+    info = a.info(value)
+    if info is not None:
+        return info.kind == K.NDARRAY or (info.kind == K.TENSOR and info.device == "cpu")
+    if isinstance(value, ast.Name):
+        bound = assigned_value(a, value, line)
+        return bound is not None and _on_host(a, bound, bound.lineno, depth + 1)
+    return False
