@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -39,9 +40,7 @@ class FileContext:
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, Func] = {}
         self.nodes: dict[type[ast.AST], list[ast.AST]] = {}
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
+        for node in _walk(self.tree, self.parents):
             self.nodes.setdefault(type(node), []).append(node)
             if isinstance(node, ast.Call):
                 self.calls.append(node)
@@ -241,9 +240,33 @@ def _is_self_attr(target: ast.expr, attr: str | None) -> bool:
 
 def walk_local(root: ast.AST) -> Iterator[ast.AST]:
     """Nodes under ``root`` without entering nested functions, classes or lambdas."""
-    stack = list(ast.iter_child_nodes(root))
+    stack = _children(root)
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, _NESTED):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(_children(node))
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, without its two generators (a hot path)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
+def _walk(root: ast.AST, parents: dict[ast.AST, ast.AST]) -> Iterator[ast.AST]:
+    """``ast.walk(root)`` (same order), filling ``parents`` on the way: one pass, not two."""
+    todo = deque([root])
+    while todo:
+        node = todo.popleft()
+        children = _children(node)
+        for child in children:
+            parents[child] = node
+        todo.extend(children)
+        yield node

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from torchport.findings import Report
-from torchport.report import github, json_format, sarif, terminal
+from torchport.report import github, json_format, sarif
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -13,6 +13,9 @@ FORMATS = ("text", "json", "sarif", "github")
 def render(report: Report, fmt: str, stream: TextIO) -> None:
     """Write ``report`` to ``stream`` in format ``fmt`` (one of FORMATS)."""
     if fmt == "text":
+        # rich takes longer to import than `check` takes on a small project: only for text
+        from torchport.report import terminal
+
         terminal.render(report, stream)
     elif fmt == "json":
         json_format.render(report, stream)

@@ -116,17 +116,30 @@ _FLOAT_LAYERS = {
     "Sequential",
 }
 _HALF = ("float16", "bfloat16")
+_HALF_WORDS = ("half", "float16")  # also matches bfloat16
+
+
+def _makes_half(a: Analysis) -> bool:
+    """``.half()``, ``.bfloat16()`` or a ``torch.float16``/``half``/``bfloat16`` dtype."""
+    if not any(word in a.source for word in _HALF_WORDS):
+        return False
+    if any(a.method_calls("half", "bfloat16")):
+        return True
+    return any(
+        isinstance(n, ast.Attribute) and n.attr in ("float16", "half", "bfloat16")
+        for n in a.of_type(ast.Attribute)
+    )
 
 
 @detector(R.HalfInputToFloatLayer)
 def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
-    if any(a.call_named(*K.AUTOCASTS)):
-        return  # under autocast (perhaps opened by a caller) half inputs are fine
+    if not _makes_half(a) or any(a.call_named(*K.AUTOCASTS)):
+        return  # no half tensor here; or autocast (perhaps opened by a caller) is used
     for call in a.calls:
         if not call.args or (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
             continue
-        layer = a.info(call.func)
-        if layer is None or layer.kind != K.MODULE or layer.cls not in _FLOAT_LAYERS:
+        layer = a.callee_module(call)
+        if layer is None or layer.cls not in _FLOAT_LAYERS:
             continue
         if layer.dtype is not None:
             continue  # cast with the input: the dtypes agree

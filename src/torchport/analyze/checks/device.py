@@ -46,10 +46,10 @@ def input_not_moved(a: Analysis) -> Iterator[Finding]:
     if not a.device_moves:
         return
     for call in a.calls:
-        if not isinstance(call.func, ast.Name | ast.Attribute) or not call.args:
+        if not call.args:
             continue
-        model = a.info(call.func)
-        if model is None or model.kind != K.MODULE or model.device != "accel":
+        model = a.callee_module(call)
+        if model is None or model.device != "accel":
             continue
         for arg in call.args:
             if not isinstance(arg, ast.Name):
@@ -142,39 +142,50 @@ def cpu_tensor_then_moved(a: Analysis) -> Iterator[Finding]:
         )
 
 
+def _self_assignments(a: Analysis) -> Iterator[tuple[ast.Assign, ast.Attribute, str]]:
+    """``self.x = value`` in a module class's methods, with the class name (one scan)."""
+    if not a.module_classes:
+        return
+    owners = {a.classes[name]: name for name in a.module_classes}
+    for stmt in a.of_type(ast.Assign):
+        assert isinstance(stmt, ast.Assign)
+        target = stmt.targets[0]
+        if len(stmt.targets) != 1 or not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            continue
+        cls = next((up for up in a.ancestors(stmt) if isinstance(up, ast.ClassDef)), None)
+        if cls in owners:
+            yield stmt, target, owners[cls]
+
+
 @detector(R.TensorAttributeNotBuffer)
 def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
-    for name in a.module_classes:
-        init = a.method(a.classes[name], "__init__")
-        if init is None:
+    for stmt, target, name in _self_assignments(a):
+        func = a.function_of(stmt)
+        if func is None or func.name != "__init__" or not isinstance(stmt.value, ast.Call):
             continue
-        for stmt in ast.walk(init):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-                continue
-            target = stmt.targets[0]
-            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
-                continue
-            if target.value.id != "self" or not isinstance(stmt.value, ast.Call):
-                continue
-            q = a.qualname(stmt.value.func)
-            if q not in K.FACTORIES and q != "torch.from_numpy" and not _cpu_tensor(a, stmt.value):
-                continue
-            start, value_start = a.start(stmt), a.start(stmt.value)
-            edits = (
-                Edit(*start, *value_start, f'self.register_buffer("{target.attr}", '),
-                insert_at(a.end(stmt.value), ")"),
-            )
-            yield R.TensorAttributeNotBuffer.finding(
-                f"`self.{target.attr}` in `{name}.__init__` is a plain tensor attribute: "
-                f"`{name}().to(device)` leaves it on the CPU; use "
-                f'`self.register_buffer("{target.attr}", ...)`',
-                a.loc(stmt),
-                Fix(
-                    f'register it: `self.register_buffer("{target.attr}", ...)`',
-                    edits,
-                    Safety.UNSAFE,
-                ),
-            )
+        q = a.qualname(stmt.value.func)
+        if q not in K.FACTORIES and q != "torch.from_numpy" and not _cpu_tensor(a, stmt.value):
+            continue
+        start, value_start = a.start(stmt), a.start(stmt.value)
+        edits = (
+            Edit(*start, *value_start, f'self.register_buffer("{target.attr}", '),
+            insert_at(a.end(stmt.value), ")"),
+        )
+        yield R.TensorAttributeNotBuffer.finding(
+            f"`self.{target.attr}` in `{name}.__init__` is a plain tensor attribute: "
+            f"`{name}().to(device)` leaves it on the CPU; use "
+            f'`self.register_buffer("{target.attr}", ...)`',
+            a.loc(stmt),
+            Fix(
+                f'register it: `self.register_buffer("{target.attr}", ...)`',
+                edits,
+                Safety.UNSAFE,
+            ),
+        )
 
 
 def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
@@ -185,32 +196,24 @@ def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
 
 @detector(R.ModulesInPlainContainer)
 def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
-    for name in a.module_classes:
-        for node in ast.walk(a.classes[name]):
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-                continue
-            target = node.targets[0]
-            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
-                continue
-            if target.value.id != "self":
-                continue
-            wrapper = _container_wrapper(a, node.value)
-            if wrapper is None:
-                continue
-            nn, imports = ensure_import(a, "torch.nn")
-            edits = (
-                *imports,
-                insert_at(a.start(node.value), f"{nn}.{wrapper}("),
-                insert_at(a.end(node.value), ")"),
-            )
-            kind = "parameters" if wrapper.startswith("Parameter") else "submodules"
-            yield R.ModulesInPlainContainer.finding(
-                f"`self.{target.attr}` in `{name}` holds {kind} in a plain "
-                f"{'dict' if 'Dict' in wrapper else 'list'}: `.to(device)`, `parameters()` and "
-                f"`state_dict()` do not see them; wrap it in `nn.{wrapper}`",
-                a.loc(node),
-                Fix(f"wrap it in `nn.{wrapper}`", edits, Safety.UNSAFE),
-            )
+    for node, target, name in _self_assignments(a):
+        wrapper = _container_wrapper(a, node.value)
+        if wrapper is None:
+            continue
+        nn, imports = ensure_import(a, "torch.nn")
+        edits = (
+            *imports,
+            insert_at(a.start(node.value), f"{nn}.{wrapper}("),
+            insert_at(a.end(node.value), ")"),
+        )
+        kind = "parameters" if wrapper.startswith("Parameter") else "submodules"
+        yield R.ModulesInPlainContainer.finding(
+            f"`self.{target.attr}` in `{name}` holds {kind} in a plain "
+            f"{'dict' if 'Dict' in wrapper else 'list'}: `.to(device)`, `parameters()` and "
+            f"`state_dict()` do not see them; wrap it in `nn.{wrapper}`",
+            a.loc(node),
+            Fix(f"wrap it in `nn.{wrapper}`", edits, Safety.UNSAFE),
+        )
 
 
 def _container_wrapper(a: Analysis, value: ast.expr) -> str | None:

@@ -88,15 +88,50 @@ def tensors_on_different_devices(a: Analysis) -> Iterator[Finding]:
 
 
 def _candidates(a: Analysis) -> Iterator[tuple[ast.AST, str, list[_Operand]]]:
+    hosts = _hosts(a)
+    everywhere = a.tree in hosts or any(a.call_named("torch.utils.data.DataLoader"))
     for call in a.calls:
+        if not everywhere and (a.function_of(call) or a.tree) not in hosts:
+            continue
         operands = _call_operands(a, call)
         if operands is not None:
             yield call, a.name(call.func), operands
     for node in a.of_type(ast.BinOp):
         assert isinstance(node, ast.BinOp)
+        if not everywhere and (a.function_of(node) or a.tree) not in hosts:
+            continue
         if isinstance(node.op, _ARITHMETIC):
             sides = [_tensor(a, s) for s in (node.left, node.right)]
             yield node, a.name(node), [s for s in sides if s is not None]
+
+
+def _hosts(a: Analysis) -> set[ast.AST]:
+    """Functions (or the module) where a CPU operand can be born: a factory without
+    ``device=``, ``torch.from_numpy``, a layer, or a call of a same-file helper function.
+
+    Inferring every operand of every op is the costliest thing `check` could do; ops in
+    other functions cannot meet a CPU tensor made here, so they are not looked at.
+    """
+    out: set[ast.AST] = set()
+    for call in a.calls:
+        q = a.qualname(call.func)
+        if q is None:
+            func = call.func
+            born = isinstance(func, ast.Name) and (
+                func.id in a.functions or func.id in a.module_classes
+            )
+        elif q in K.FACTORIES:
+            born = keyword(call, "device") is None
+        else:
+            born = q == "torch.from_numpy" or _layer(q)
+        if born:
+            out.add(a.function_of(call) or a.tree)
+    return out
+
+
+def _layer(q: str) -> bool:
+    parts = q.split(".")
+    return q.startswith("torch.nn.") and parts[-1][:1].isupper() and parts[2] != "functional"
 
 
 def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
@@ -107,8 +142,8 @@ def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
     if isinstance(func, ast.Attribute) and q is None and func.attr in _BINARY_METHODS:
         receiver = _tensor(a, func.value)
         return [receiver, *_args(a, call)] if receiver is not None else None
-    module = a.info(func) if isinstance(func, ast.Name | ast.Attribute) else None
-    if module is None or module.kind != K.MODULE:
+    module = a.callee_module(call)
+    if module is None:
         return None
     if module.cls is not None and module.cls.endswith("Loss"):
         return [*_args(a, call), *_loss_weight(a, func, call.lineno)]
@@ -178,10 +213,7 @@ def _stays_here(a: Analysis, func: ast.expr) -> bool:
     if not isinstance(func, ast.Name):
         return False
     owner = a.function_of(func) or a.tree
-    return not any(
-        isinstance(c, ast.Call) and any(isinstance(x, ast.Name) and x.id == func.id for x in c.args)
-        for c in ast.walk(owner)
-    )
+    return func.id not in a.passed_names.get(owner, set())
 
 
 _LAYERS = {

@@ -224,10 +224,10 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
             continue  # a group of its own, perhaps gloo for CPU tensors
         for arg in call.args[:2]:
             info = a.info(arg)
-            if info is None or info.kind != K.TENSOR or info.device != "cpu":
-                continue
+            if info is None or info.kind != K.TENSOR or info.device != "cpu" or not info.origin:
+                continue  # only a tensor evidently made here on the CPU
             yield R.CollectiveOnCpuTensorWithNccl.finding(
-                f"`{a.name(arg)}` ({info.origin or 'made on the CPU'}) goes to "
+                f"`{a.name(arg)}` ({info.origin}) goes to "
                 f"`{a.name(call.func)}` while the process group may use NCCL, which only "
                 "moves GPU tensors: create it on the device (`device=device`)",
                 a.loc(arg),

@@ -133,8 +133,8 @@ _FLOAT_LAYERS = {
 @detector(R.IntegerInputToFloatLayer)
 def integer_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
     for call in a.calls:
-        layer = a.info(call.func)
-        if layer is None or layer.kind != K.MODULE or f"torch.nn.{layer.cls}" not in _FLOAT_LAYERS:
+        layer = a.callee_module(call)
+        if layer is None or f"torch.nn.{layer.cls}" not in _FLOAT_LAYERS:
             continue
         if not call.args:
             continue
@@ -165,8 +165,8 @@ def loss_target_wrong_dtype(a: Analysis) -> Iterator[Finding]:
     for call in a.calls:
         loss = _FUNCTIONAL.get(a.qualname(call.func) or "")
         if loss is None:
-            crit = a.info(call.func)
-            loss = crit.cls if crit is not None and crit.kind == K.MODULE else None
+            crit = a.callee_module(call)
+            loss = crit.cls if crit is not None else None
         if loss is None or len(call.args) < 2:
             continue
         target = call.args[1]

@@ -6,7 +6,6 @@ import ast
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis
-from torchport.analyze.context import walk_local
 
 _SCALAR_CALLS = ("float", "int", "len", "abs", "round")
 
@@ -42,12 +41,5 @@ def _array(a: Analysis, node: ast.expr) -> bool:
 def assigned_value(a: Analysis, name: ast.Name, line: int) -> ast.expr | None:
     """The value of the last plain ``name = value`` above ``line`` in ``name``'s scope."""
     owner = a.function_of(name) or a.tree
-    found: ast.expr | None = None
-    for node in walk_local(owner):
-        if not (isinstance(node, ast.Assign) and node.lineno < line and len(node.targets) == 1):
-            continue
-        target = node.targets[0]
-        later = found is None or node.lineno > found.lineno
-        if isinstance(target, ast.Name) and target.id == name.id and later:
-            found = node.value
-    return found
+    above = [value for at, value in a.assignments(owner).get(name.id, []) if at < line]
+    return above[-1] if above else None

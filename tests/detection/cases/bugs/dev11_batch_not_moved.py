@@ -14,8 +14,8 @@ criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for epoch in range(2):
     for inputs, labels in loader:
-        outputs = model(inputs)  # expect: TP102, TP150
-        loss = criterion(outputs, labels)
+        outputs = model(inputs)  # expect[b]: TP102, TP150
+        loss = criterion(outputs, labels)  # expect[b]: TP102, TP150
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

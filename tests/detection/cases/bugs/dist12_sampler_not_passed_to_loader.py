@@ -8,8 +8,8 @@ from torch.utils.data.distributed import DistributedSampler
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 dataset = TensorDataset(torch.randn(24, 2), torch.randn(24, 1))
-sampler = DistributedSampler(dataset, num_replicas=1, rank=0)
-loader = DataLoader(dataset, batch_size=6, shuffle=True, pin_memory=torch.cuda.is_available())  # expect: any
+sampler = DistributedSampler(dataset, num_replicas=1, rank=0)  # expect[s]: TP407
+loader = DataLoader(dataset, batch_size=6, shuffle=True, pin_memory=torch.cuda.is_available())  # expect[s]: any
 model = nn.Linear(2, 1).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 for epoch in range(2):

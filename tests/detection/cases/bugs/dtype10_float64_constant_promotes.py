@@ -18,6 +18,6 @@ class Scaled(nn.Module):
         return self.fc(x) * self.scale  # expect[s]: TP350
 
 
-model = Scaled().to(device)
+model = Scaled().to(device)  # expect[s]: TP302
 out = model(torch.randn(3, 4, device=device))
 print(out.dtype)

@@ -25,7 +25,7 @@ loader = DataLoader(Rows(), batch_size=8, pin_memory=torch.cuda.is_available())
 model = nn.Linear(6, 1).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
-    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)  # expect[d]: TP302
     loss = nn.functional.mse_loss(model(x), y)  # expect[d]: any
     opt.zero_grad()
     loss.backward()
