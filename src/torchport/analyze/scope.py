@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchport.analyze import kinds as K
-from torchport.analyze.context import FileContext, Func
+from torchport.analyze.context import FileContext, Func, binding_sites
 from torchport.analyze.kinds import Info
 
 Thunk = Callable[[], "Info | None"]
@@ -31,7 +31,7 @@ class Scope:
         self._busy: set[tuple[str, int]] = set()
         if isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef):
             self._bind_arguments(owner)
-        for node in _binding_sites(owner):
+        for node in binding_sites(owner):
             self._collect(node)
         for found in self.bindings.values():
             found.sort(key=lambda b: b.line)
@@ -156,32 +156,6 @@ class Scope:
         from torchport.analyze.infer import infer
 
         return infer(self, expr, line)
-
-
-_BLOCKS = (ast.stmt, ast.withitem, ast.excepthandler, ast.match_case)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _binding_sites(owner: ast.AST) -> Iterator[ast.AST]:
-    """What ``walk_local(owner)`` yields that can bind a name, in the same order: statements
-    and with-items. Expressions are not walked (they bind nothing ``Scope`` follows), which
-    makes building a scope several times cheaper.
-    """
-    stack = _blocks(owner)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            stack.extend(_blocks(node))
-
-
-def _blocks(node: ast.AST) -> list[ast.AST]:
-    out: list[ast.AST] = []
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, list):
-            out.extend(item for item in value if isinstance(item, _BLOCKS))
-    return out
 
 
 def _names(target: ast.expr) -> list[str]:

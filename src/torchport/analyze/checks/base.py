@@ -112,16 +112,17 @@ class Analysis(FileContext):
         return "is_available" in self.source or "device_count" in self.source
 
     def callee_module(self, call: ast.Call) -> K.Info | None:
-        """What ``call`` calls when that is evidently a module (``model(x)``, ``self.fc(x)``).
+        """What ``call`` calls when that is evidently a module: ``model(x)``, ``self.fc(x)``,
+        ``nn.Linear(2, 1)(x)``.
 
-        Only a name or ``self.<attr>`` can be inferred to hold a module, so other callees are
-        not inferred at all (most calls are tensor methods and torch functions).
+        Only those can be inferred to hold a module, so other callees are not inferred at all
+        (most calls are tensor methods and torch functions).
         """
         func = call.func
         if isinstance(func, ast.Name):
             if func.id not in self._bound_names:
                 return None  # a builtin or a function: never a module held in a variable
-        elif not (
+        elif not isinstance(func, ast.Call) and not (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
