@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, is_scalar
+from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -57,6 +57,8 @@ def input_not_moved(a: Analysis) -> Iterator[Finding]:
             info = a.info(arg)
             if info is None or info.kind != K.TENSOR or info.device != "cpu" or not info.origin:
                 continue
+            if info.batch and collates_elsewhere(a):
+                continue  # a collate_fn may move batches to the device itself
             where = f"`{model.target}`" if model.target else "an accelerator"
             fix = Fix(f"move `{arg.id}` to the model's device first", safety=Safety.UNSAFE)
             if model.target and _simple(model.target):

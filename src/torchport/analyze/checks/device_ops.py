@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, is_scalar
+from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import device as R
@@ -171,6 +171,8 @@ def _tensor(a: Analysis, node: ast.expr) -> _Operand | None:
     if info.device == "cpu":
         if not (info.origin or info.batch) or _maybe_0dim(a, node):
             return None
+        if info.batch and collates_elsewhere(a):
+            return None  # a collate_fn may move batches to the device itself
         origin = "" if isinstance(node, ast.Call) else f" ({info.origin or 'a batch'})"
         return _Operand(node, "cpu", f"`{a.name(node)}`{origin}")
     return _Operand(node, "accel", f"`{a.name(node)}`")

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.context import walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, has_star_kwargs, keyword
 from torchport.findings import Finding, Fix, Safety
@@ -196,6 +195,8 @@ def loss_accumulated_as_tensor(a: Analysis) -> Iterator[Finding]:
             continue
         if not isinstance(value, ast.Name) or not _is_loss(a, value):
             continue
+        if verb == "append" and not _backward_on(a, value):
+            continue  # a list of losses stacked for one backward later keeps graphs on purpose
         yield R.LossAccumulatedAsTensor.finding(
             f"{kept_by} keeps every step's autograd graph alive through `{holder}`: "
             f"{verb} `{value.id}.detach()` instead",
@@ -226,12 +227,18 @@ def _is_loss(a: Analysis, name: ast.Name) -> bool:
         return False
     if info.cls is not None and info.cls.endswith("Loss"):
         return True
+    return _backward_on(a, name)
+
+
+def _backward_on(a: Analysis, name: ast.Name) -> bool:
+    """``name.backward()`` (or ``scaler.scale(name).backward()``) in ``name``'s function."""
     owner = a.function_of(name) or a.tree
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "backward"
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == name.id
-        for n in walk_local(owner)
-    )
+    for call, func in a.method_calls("backward"):
+        if (a.function_of(call) or a.tree) is not owner:
+            continue
+        target = func.value
+        if isinstance(target, ast.Call) and target.args:
+            target = target.args[0]
+        if isinstance(target, ast.Name) and target.id == name.id:
+            return True
+    return False

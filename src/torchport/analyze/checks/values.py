@@ -1,4 +1,5 @@
-"""What a name was last assigned, and whether an expression is a Python number."""
+"""Small facts several detectors share: what a name was last assigned, whether an expression is
+a Python number, whether batches may be moved by a ``collate_fn``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import ast
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis
+from torchport.analyze.infer import keyword
 
 _SCALAR_CALLS = ("float", "int", "len", "abs", "round")
 
@@ -43,3 +45,9 @@ def assigned_value(a: Analysis, name: ast.Name, line: int) -> ast.expr | None:
     owner = a.function_of(name) or a.tree
     above = [value for at, value in a.assignments(owner).get(name.id, []) if at < line]
     return above[-1] if above else None
+
+
+def collates_elsewhere(a: Analysis) -> bool:
+    """Whether some DataLoader of the file has a ``collate_fn`` (which may move batches)."""
+    loaders = a.call_named("torch.utils.data.DataLoader")
+    return any(keyword(call, "collate_fn") is not None for call in loaders)
