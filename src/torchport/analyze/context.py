@@ -274,10 +274,15 @@ def _blocks(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+_LEAVES = (ast.Name, ast.Constant)  # two nodes in five, and no child but a Load/Store
+
+
 def _children(node: ast.AST) -> list[ast.AST]:
     """``ast.iter_child_nodes(node)`` as a list, without its two generators (a hot path), and
     without the Load/Store/Del markers: a third of all nodes, and nothing reads them."""
     out: list[ast.AST] = []
+    if isinstance(node, _LEAVES):
+        return out
     for name in node._fields:
         value = getattr(node, name, None)
         if isinstance(value, ast.AST):
