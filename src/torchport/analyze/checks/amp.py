@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_value
 from torchport.analyze.context import walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
@@ -141,7 +142,7 @@ def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
         layer = a.callee_module(call)
         if layer is None or layer.cls not in _FLOAT_LAYERS:
             continue
-        if layer.dtype is not None:
+        if layer.dtype is not None or _made_with_dtype(a, call.func):
             continue  # cast with the input: the dtypes agree
         arg = a.info(call.args[0])
         if arg is None or arg.kind != K.TENSOR or arg.dtype not in _HALF:
@@ -153,6 +154,18 @@ def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
             a.loc(call.args[0]),
             Fix("use torch.autocast instead of casting the inputs"),
         )
+
+
+def _made_with_dtype(a: Analysis, func: ast.expr) -> bool:
+    """``nn.Linear(8, 2, dtype=torch.float16)``: weights made in a chosen dtype."""
+    made = func if isinstance(func, ast.Call) else None
+    if isinstance(func, ast.Name):
+        bound = assigned_value(a, func, func.lineno)
+        made = bound if isinstance(bound, ast.Call) else None
+    while made is not None and keyword(made, "dtype") is None:
+        inner = made.func.value if isinstance(made.func, ast.Attribute) else None
+        made = inner if isinstance(inner, ast.Call) else None  # nn.Linear(...).to(device)
+    return made is not None
 
 
 @detector(R.ScaledLossDiscarded)

@@ -250,6 +250,9 @@ def layer_created_in_forward(a: Analysis) -> Iterator[Finding]:
         method = a.forward.get(call)
         if method is None or a.qualname(call.func) not in _LAYERS:
             continue
+        parent = a.parents.get(call)
+        if isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda"):
+            continue  # made where the input is (a lazily built layer, say)
         yield RO.LayerCreatedInForward.finding(
             f"`{a.name(call)}` in `{method}` builds a new layer, on the CPU and with untrained "
             "weights, at every call: create it once in `__init__` and call it here",
