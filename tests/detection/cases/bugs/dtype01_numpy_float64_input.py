@@ -8,7 +8,7 @@ from torch import nn
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 features = np.random.rand(32, 4)
 targets = np.random.rand(32, 1).astype(np.float32)
-x = torch.from_numpy(features).to(device)  # expect[x]: TP301
+x = torch.from_numpy(features).to(device)  # expect[x]: TP301, TP302
 y = torch.from_numpy(targets).to(device)
 model = nn.Linear(4, 1).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)

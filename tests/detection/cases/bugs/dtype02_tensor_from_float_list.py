@@ -10,7 +10,7 @@ table = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9], [1.0, 1.1, 
 model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1)).to(device)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 for _ in range(3):
-    inputs = torch.tensor(table).to(device)  # expect[x]: TP301
+    inputs = torch.tensor(table).to(device)  # expect[x]: TP301, TP302
     loss = model(inputs).pow(2).mean()  # expect[x]: any
     opt.zero_grad()
     loss.backward()

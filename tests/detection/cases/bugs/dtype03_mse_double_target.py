@@ -11,7 +11,7 @@ opt = torch.optim.Adam(model.parameters(), lr=1e-2)
 criterion = nn.MSELoss()
 for _ in range(3):
     x = torch.randn(16, 2, device=device)
-    y = torch.from_numpy(np.random.randn(16, 1)).to(device)  # expect[y]: TP301
+    y = torch.from_numpy(np.random.randn(16, 1)).to(device)  # expect[y]: TP301, TP302
     loss = criterion(model(x), y)
     opt.zero_grad()
     loss.backward()  # expect[y]: any
