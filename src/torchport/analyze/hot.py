@@ -20,8 +20,9 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
     """Every node that runs once per step of some hot loop."""
     hot: set[ast.AST] = set()
     todo: list[Func] = []
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, _LOOPS) and node not in hot and _is_hot(ctx, node):
+    for node in ctx.of_type(*_LOOPS):
+        assert isinstance(node, _LOOPS)
+        if node not in hot and _is_hot(ctx, node):
             _mark(ctx, node.body, hot, todo)
     seen: set[Func] = set()
     while todo:

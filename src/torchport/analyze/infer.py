@@ -47,7 +47,19 @@ def infer(scope: Scope, expr: ast.expr, line: int) -> Info | None:
         return None
     if isinstance(expr, ast.UnaryOp):
         return infer(scope, expr.operand, line)
+    if isinstance(expr, ast.Compare):
+        return _comparison(scope, expr, line)
     return None
+
+
+def _comparison(scope: Scope, expr: ast.Compare, line: int) -> Info | None:
+    """``a < b`` with a tensor operand is a bool tensor where that operand lives."""
+    sides = [infer(scope, side, line) for side in (expr.left, *expr.comparators)]
+    tensors = [s for s in sides if s is not None and s.kind == K.TENSOR]
+    if not tensors:
+        return None
+    where = next((s for s in tensors if s.device == "accel"), tensors[0])
+    return replace(where, dtype="bool", cls=None, batch=False)
 
 
 def device_of(scope: Scope, expr: ast.expr | None, line: int) -> str | None:

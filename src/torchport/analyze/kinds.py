@@ -114,6 +114,23 @@ TENSOR_OPS = {
         "reshape",
         "squeeze",
         "unsqueeze",
+        "cdist",
+        "gather",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "floor",
+        "round",
+        "bincount",
+        "cumsum",
+        "triu",
+        "tril",
+        "outer",
+        "masked_select",
+        "index_select",
+        "logical_and",
+        "logical_or",
+        "logical_not",
     ]
 }
 DEVICE_MOVES = {"to", "cuda", "cpu"}
@@ -163,6 +180,23 @@ TENSOR_METHODS = set(
         "min",
         "norm",
         "pow",
+        "any",
+        "all",
+        "isnan",
+        "isinf",
+        "masked_fill",
+        "gather",
+        "cumsum",
+        "matmul",
+        "mul",
+        "add",
+        "sub",
+        "div",
+        "neg",
+        "square",
+        "index_select",
+        "floor",
+        "round",
     ]
 )
 DTYPES = {
@@ -216,6 +250,10 @@ ANNOTATIONS = {
     "torch.utils.data.DataLoader": LOADER,
     "torch.device": DEVICE,
     "numpy.ndarray": NDARRAY,
+    "torch.amp.GradScaler": SCALER,
+    "torch.GradScaler": SCALER,
+    "torch.cuda.amp.GradScaler": SCALER,
+    "torch.optim.Optimizer": OPTIMIZER,
 }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchport.analyze import kinds as K
-from torchport.analyze.context import FileContext, Func, walk_local
+from torchport.analyze.context import FileContext, Func, binding_sites
 from torchport.analyze.kinds import Info
 
 Thunk = Callable[[], "Info | None"]
@@ -31,7 +31,7 @@ class Scope:
         self._busy: set[tuple[str, int]] = set()
         if isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef):
             self._bind_arguments(owner)
-        for node in walk_local(owner):
+        for node in binding_sites(owner):
             self._collect(node)
         for found in self.bindings.values():
             found.sort(key=lambda b: b.line)

@@ -360,6 +360,8 @@ class TensorsOnDifferentDevices(Rule):
     """## What it does
     Explains an op that failed because its tensors live on different devices: for each tensor
     argument, its device, the line and call that created it, and the module that was running.
+    `check` reports the same mistake when an op, a loss or a layer evidently receives a tensor
+    made on the CPU together with one moved to an accelerator.
 
     ## Why is this bad?
     The program stops with "Expected all tensors to be on the same device" and no hint which

@@ -76,7 +76,8 @@ class DdpWithoutDeviceIds(Rule):
 @register
 class SamplerWithoutSetEpoch(Rule):
     """## What it does
-    Flags a `DistributedSampler` in a file that never calls `set_epoch`.
+    Flags a shuffling `DistributedSampler` whose `set_epoch` is never called (on it, or on the
+    `sampler` of a DataLoader built from it).
 
     ## Why is this bad?
     The shuffle order is seeded by the epoch: without `sampler.set_epoch(epoch)` every epoch
@@ -160,3 +161,65 @@ class UnguardedCheckpointSave(Rule):
     code = "TP405"
     name = "unguarded-checkpoint-save"
     severity = Severity.WARNING
+
+
+@register
+class CollectiveOnCpuTensorWithNccl(Rule):
+    """## What it does
+    Flags a collective (`all_reduce`, `all_gather`, `broadcast`, `reduce`, ...) on a tensor made
+    on the CPU, in a file whose process group may use the NCCL backend.
+
+    ## Why is this bad?
+    NCCL only moves GPU tensors: the collective fails ("Tensors must be CUDA") on the GPU
+    cluster, although the same script works with gloo on a laptop.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    stats = torch.tensor([correct, total])
+    dist.all_reduce(stats)
+    ```
+
+    ## Use instead
+    ```python
+    stats = torch.tensor([correct, total], device=device)
+    dist.all_reduce(stats)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP406"
+    name = "collective-on-cpu-tensor-with-nccl"
+    severity = Severity.ERROR
+
+
+@register
+class DistributedSamplerUnused(Rule):
+    """## What it does
+    Flags a `DistributedSampler` that is never given to a DataLoader (no `sampler=` refers to it).
+
+    ## Why is this bad?
+    The DataLoader then iterates the whole dataset on every process: each rank trains on the
+    same data and an epoch does N times the work.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=64, shuffle=True)
+    ```
+
+    ## Use instead
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=64, sampler=sampler)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP407"
+    name = "distributed-sampler-unused"
+    severity = Severity.ERROR

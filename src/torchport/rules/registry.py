@@ -29,8 +29,10 @@ FAMILIES = {
 _RULE_MODULES = (
     "device",
     "device_api",
+    "device_ops",
     "transfer",
     "dtype",
+    "amp",
     "distributed",
     "environment",
     "build",

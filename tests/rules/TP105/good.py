@@ -15,3 +15,16 @@ class Scaler(nn.Module):
 class NotAModule:
     def __init__(self):
         self.cache = torch.zeros(3)
+
+
+class FromHelper(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("table", self.one_hot(n))
+        self.scale = self.make_scale(n)
+
+    def one_hot(self, n):
+        return torch.eye(n)
+
+    def make_scale(self, n):
+        return nn.Parameter(torch.ones(n))

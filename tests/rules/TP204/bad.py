@@ -13,3 +13,9 @@ def train(model, dataset, optimizer):
         optimizer.step()
         total += loss.item()
         parts = loss.detach().tolist()
+        if total > 3:
+            print(loss.item())  # a data-dependent test: runs at most steps
+        if len(parts) % 10 == 0:
+            pass
+        else:
+            logged = loss.item()  # the else branch of a periodic test runs most steps

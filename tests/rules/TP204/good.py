@@ -17,3 +17,20 @@ def train(model, dataset, optimizer):
     values = {"a": 1}
     for key in values:
         values.items()
+
+
+def train_logged(model, dataset, optimizer, log_interval=10):
+    loader = DataLoader(dataset)
+    criterion = nn.CrossEntropyLoss()
+    for batch_idx, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        # syncs that run once every N steps, or once: what we tell users to do
+        if batch_idx % log_interval == 0:
+            print(f"{batch_idx} {loss.item():.4f}")
+        if not batch_idx % log_interval and batch_idx > 0:
+            print(loss.item())
+        if batch_idx == len(loader) - 1:
+            last = loss.item()
+        first = loss.item() if batch_idx == 0 else None

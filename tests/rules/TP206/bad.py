@@ -13,3 +13,9 @@ def train(model, dataset, optimizer, device):
         if loss:
             break
         value = float(loss)
+        if loss < 0.01:
+            break
+        assert not torch.isnan(loss).any()
+        message = f"loss {loss:.4f}"
+        while loss > 100:
+            loss = loss / 2

@@ -8,3 +8,4 @@ def train(model, loader, optimizer):
         optimizer.step()
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+        torch.cuda.current_stream().synchronize()

@@ -6,3 +6,9 @@ def fetch(x):
     print(y.sum())
     z = x.cpu(non_blocking=True)
     return z
+
+
+def drain(result):
+    staging = torch.empty(4, 4, pin_memory=True)
+    staging.copy_(result, non_blocking=True)
+    return staging.sum()

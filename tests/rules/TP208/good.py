@@ -15,3 +15,12 @@ def refill(x, device_type):
     elif x.device == torch.device("cpu"):
         x = x.clone()
     return x
+
+
+def drain(result, device):
+    staging = torch.empty(4, 4, pin_memory=True)
+    staging.copy_(result, non_blocking=True)
+    torch.cuda.current_stream().synchronize()
+    upload = torch.empty(4, 4, device=device)
+    upload.copy_(staging, non_blocking=True)  # host to device: ordered on the stream
+    return staging.sum() + upload.sum()

@@ -10,3 +10,16 @@ def train(dataset, epochs):
         for batch in loader:
             pass
     eval_sampler = DistributedSampler(dataset, shuffle=False)
+
+
+def train_via_loader(dataset, epochs):
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)
+
+
+def train_named_loader(dataset, epochs):
+    sampler = DistributedSampler(dataset)
+    train_loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(epochs):
+        train_loader.sampler.set_epoch(epoch)

@@ -1,15 +1,27 @@
 """Static detectors, one per rule, grouped by family; importing this package registers them."""
 
-from torchport.analyze.checks import device, device_api, distributed, dtype, transfer
+from torchport.analyze.checks import (
+    amp,
+    device,
+    device_api,
+    device_ops,
+    distributed,
+    dtype,
+    syncs,
+    transfer,
+)
 from torchport.analyze.checks.base import DETECTORS, Analysis, detector
 
 __all__ = [
     "DETECTORS",
     "Analysis",
+    "amp",
     "detector",
     "device",
     "device_api",
+    "device_ops",
     "distributed",
     "dtype",
+    "syncs",
     "transfer",
 ]

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from torchport.analyze import kinds as K
-from torchport.analyze.context import FileContext
+from torchport.analyze.context import FileContext, Func, walk_local
 from torchport.analyze.edits import location
 from torchport.analyze.hot import forward_nodes, hot_nodes
 from torchport.analyze.infer import device_of, keyword
@@ -16,7 +16,55 @@ from torchport.rules import Rule
 
 
 class Analysis(FileContext):
-    """A FileContext plus the file-wide facts that several rules share (computed on demand)."""
+    """A FileContext plus the file-wide facts that several rules share (computed on demand).
+
+    Many detectors ask the same questions about the same nodes (what a call returns, what a
+    name resolves to); the answers are computed once per node and kept for the whole file.
+    """
+
+    def __init__(self, source: str, path: str, tree: ast.Module | None = None) -> None:
+        super().__init__(source, path, tree)
+        self._info_of: dict[ast.AST, K.Info | None] = {}
+        self._qualname_of: dict[ast.AST, str | None] = {}
+        self._function_of: dict[ast.AST, Func | None] = {}
+        self._assignments: dict[ast.AST, dict[str, list[tuple[int, ast.expr]]]] = {}
+
+    def info(self, expr: ast.expr) -> K.Info | None:
+        if expr not in self._info_of:
+            self._info_of[expr] = super().info(expr)
+        return self._info_of[expr]
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        if expr not in self._qualname_of:
+            root = expr
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            # only a dotted name that starts with an imported name has a qualified name
+            imported = isinstance(root, ast.Name) and root.id in self.imports
+            self._qualname_of[expr] = super().qualname(expr) if imported else None
+        return self._qualname_of[expr]
+
+    def function_of(self, node: ast.AST) -> Func | None:
+        if node not in self._function_of:
+            self._function_of[node] = super().function_of(node)
+        return self._function_of[node]
+
+    @cached_property
+    def _calls_by_name(self) -> dict[str, list[ast.Call]]:
+        out: dict[str, list[ast.Call]] = {}
+        for call in self.calls:
+            q = self.qualname(call.func)
+            if q is not None:
+                out.setdefault(q, []).append(call)
+        return out
+
+    @cached_property
+    def _calls_by_method(self) -> dict[str, list[tuple[ast.Call, ast.Attribute]]]:
+        out: dict[str, list[tuple[ast.Call, ast.Attribute]]] = {}
+        for call in self.calls:
+            if isinstance(call.func, ast.Attribute):
+                out.setdefault(call.func.attr, []).append((call, call.func))
+        return out
 
     @cached_property
     def hot(self) -> set[ast.AST]:
@@ -63,6 +111,26 @@ class Analysis(FileContext):
         """Whether the file ever asks if an accelerator is there (so "cuda" is not hard-coded)."""
         return "is_available" in self.source or "device_count" in self.source
 
+    def callee_module(self, call: ast.Call) -> K.Info | None:
+        """What ``call`` calls when that is evidently a module: ``model(x)``, ``self.fc(x)``,
+        ``nn.Linear(2, 1)(x)``.
+
+        Only those can be inferred to hold a module, so other callees are not inferred at all
+        (most calls are tensor methods and torch functions).
+        """
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id not in self._bound_names:
+                return None  # a builtin or a function: never a module held in a variable
+        elif not isinstance(func, ast.Call) and not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            return None
+        info = self.info(func)
+        return info if info is not None and info.kind == K.MODULE else None
+
     def loc(self, node: ast.AST) -> Location:
         return location(self, node)
 
@@ -74,13 +142,52 @@ class Analysis(FileContext):
         return text if len(text) <= 40 else text[:37] + "..."
 
     def call_named(self, *qualified: str) -> Iterable[ast.Call]:
-        wanted = set(qualified)
-        return (c for c in self.calls if self.qualname(c.func) in wanted)
+        """Calls of these qualified names, in source order."""
+        found = [c for q in set(qualified) for c in self._calls_by_name.get(q, [])]
+        return sorted(found, key=self._order.__getitem__) if len(qualified) > 1 else found
 
     def method_calls(self, *names: str) -> Iterable[tuple[ast.Call, ast.Attribute]]:
+        """``x.name(...)`` calls for each of these method names, in source order."""
+        found = [pair for n in set(names) for pair in self._calls_by_method.get(n, [])]
+        return sorted(found, key=lambda p: self._order[p[0]]) if len(names) > 1 else found
+
+    def assignments(self, owner: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
+        """``name = value`` statements of one function (or the module), by name, in line order."""
+        if owner not in self._assignments:
+            table: dict[str, list[tuple[int, ast.expr]]] = {}
+            for node in walk_local(owner):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if isinstance(target, ast.Name):
+                        table.setdefault(target.id, []).append((node.lineno, node.value))
+            for found in table.values():
+                found.sort(key=lambda pair: pair[0])
+            self._assignments[owner] = table
+        return self._assignments[owner]
+
+    @cached_property
+    def passed_names(self) -> dict[ast.AST, set[str]]:
+        """Per function (or the module): names handed to some call as a positional argument."""
+        out: dict[ast.AST, set[str]] = {}
         for call in self.calls:
-            if isinstance(call.func, ast.Attribute) and call.func.attr in names:
-                yield call, call.func
+            names = {arg.id for arg in call.args if isinstance(arg, ast.Name)}
+            if names:
+                out.setdefault(self.function_of(call) or self.tree, set()).update(names)
+        return out
+
+    @cached_property
+    def _bound_names(self) -> set[str]:
+        """Every name assigned (or taken as a parameter) somewhere in the file."""
+        stored = {
+            n.id
+            for n in self.of_type(ast.Name)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        return stored | {arg.arg for arg in self.of_type(ast.arg) if isinstance(arg, ast.arg)}
+
+    @cached_property
+    def _order(self) -> dict[ast.Call, int]:
+        return {c: i for i, c in enumerate(self.calls)}
 
 
 Detector = Callable[[Analysis], Iterable[Finding]]

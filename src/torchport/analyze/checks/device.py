@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -45,10 +46,10 @@ def input_not_moved(a: Analysis) -> Iterator[Finding]:
     if not a.device_moves:
         return
     for call in a.calls:
-        if not isinstance(call.func, ast.Name | ast.Attribute) or not call.args:
+        if not call.args:
             continue
-        model = a.info(call.func)
-        if model is None or model.kind != K.MODULE or model.device != "accel":
+        model = a.callee_module(call)
+        if model is None or model.device != "accel":
             continue
         for arg in call.args:
             if not isinstance(arg, ast.Name):
@@ -56,6 +57,8 @@ def input_not_moved(a: Analysis) -> Iterator[Finding]:
             info = a.info(arg)
             if info is None or info.kind != K.TENSOR or info.device != "cpu" or not info.origin:
                 continue
+            if info.batch and collates_elsewhere(a):
+                continue  # a collate_fn may move batches to the device itself
             where = f"`{model.target}`" if model.target else "an accelerator"
             fix = Fix(f"move `{arg.id}` to the model's device first", safety=Safety.UNSAFE)
             if model.target and _simple(model.target):
@@ -86,6 +89,8 @@ def tensor_created_in_forward(a: Analysis) -> Iterator[Finding]:
             continue
         if keyword(call, "device") is not None or keyword(call, "out") is not None:
             continue
+        if q == "torch.tensor" and call.args and is_scalar(a, call.args[0]):
+            continue  # a 0-dim CPU tensor may meet device tensors: no copy, no sync
         func = a.function_of(call)
         fix = Fix("create it on the input's device with `device=<input>.device`")
         if func is not None and func.name == "forward" and len(func.args.args) > 1:
@@ -139,69 +144,78 @@ def cpu_tensor_then_moved(a: Analysis) -> Iterator[Finding]:
         )
 
 
+def _self_assignments(a: Analysis) -> Iterator[tuple[ast.Assign, ast.Attribute, str]]:
+    """``self.x = value`` in a module class's methods, with the class name (one scan)."""
+    if not a.module_classes:
+        return
+    owners = {a.classes[name]: name for name in a.module_classes}
+    for stmt in a.of_type(ast.Assign):
+        assert isinstance(stmt, ast.Assign)
+        target = stmt.targets[0]
+        if len(stmt.targets) != 1 or not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            continue
+        cls = next((up for up in a.ancestors(stmt) if isinstance(up, ast.ClassDef)), None)
+        if cls in owners:
+            yield stmt, target, owners[cls]
+
+
 @detector(R.TensorAttributeNotBuffer)
 def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
-    for name in a.module_classes:
-        init = a.method(a.classes[name], "__init__")
-        if init is None:
+    for stmt, target, name in _self_assignments(a):
+        func = a.function_of(stmt)
+        if func is None or func.name != "__init__" or not isinstance(stmt.value, ast.Call):
             continue
-        for stmt in ast.walk(init):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-                continue
-            target = stmt.targets[0]
-            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
-                continue
-            if target.value.id != "self" or not isinstance(stmt.value, ast.Call):
-                continue
-            q = a.qualname(stmt.value.func)
-            if q not in K.FACTORIES and q != "torch.from_numpy":
-                continue
-            start, value_start = a.start(stmt), a.start(stmt.value)
-            edits = (
-                Edit(*start, *value_start, f'self.register_buffer("{target.attr}", '),
-                insert_at(a.end(stmt.value), ")"),
-            )
-            yield R.TensorAttributeNotBuffer.finding(
-                f"`self.{target.attr}` in `{name}.__init__` is a plain tensor attribute: "
-                f"`{name}().to(device)` leaves it on the CPU; use "
-                f'`self.register_buffer("{target.attr}", ...)`',
-                a.loc(stmt),
-                Fix(
-                    f'register it: `self.register_buffer("{target.attr}", ...)`',
-                    edits,
-                    Safety.UNSAFE,
-                ),
-            )
+        q = a.qualname(stmt.value.func)
+        if q not in K.FACTORIES and q != "torch.from_numpy" and not _cpu_tensor(a, stmt.value):
+            continue
+        start, value_start = a.start(stmt), a.start(stmt.value)
+        edits = (
+            Edit(*start, *value_start, f'self.register_buffer("{target.attr}", '),
+            insert_at(a.end(stmt.value), ")"),
+        )
+        yield R.TensorAttributeNotBuffer.finding(
+            f"`self.{target.attr}` in `{name}.__init__` is a plain tensor attribute: "
+            f"`{name}().to(device)` leaves it on the CPU; use "
+            f'`self.register_buffer("{target.attr}", ...)`',
+            a.loc(stmt),
+            Fix(
+                f'register it: `self.register_buffer("{target.attr}", ...)`',
+                edits,
+                Safety.UNSAFE,
+            ),
+        )
+
+
+def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
+    """A call (a same-file helper, say) evident to return a tensor made on the CPU."""
+    info = a.info(value)
+    return info is not None and info.kind == K.TENSOR and info.device == "cpu" and info.cls is None
 
 
 @detector(R.ModulesInPlainContainer)
 def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
-    for name in a.module_classes:
-        for node in ast.walk(a.classes[name]):
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-                continue
-            target = node.targets[0]
-            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
-                continue
-            if target.value.id != "self":
-                continue
-            wrapper = _container_wrapper(a, node.value)
-            if wrapper is None:
-                continue
-            nn, imports = ensure_import(a, "torch.nn")
-            edits = (
-                *imports,
-                insert_at(a.start(node.value), f"{nn}.{wrapper}("),
-                insert_at(a.end(node.value), ")"),
-            )
-            kind = "parameters" if wrapper.startswith("Parameter") else "submodules"
-            yield R.ModulesInPlainContainer.finding(
-                f"`self.{target.attr}` in `{name}` holds {kind} in a plain "
-                f"{'dict' if 'Dict' in wrapper else 'list'}: `.to(device)`, `parameters()` and "
-                f"`state_dict()` do not see them; wrap it in `nn.{wrapper}`",
-                a.loc(node),
-                Fix(f"wrap it in `nn.{wrapper}`", edits, Safety.UNSAFE),
-            )
+    for node, target, name in _self_assignments(a):
+        wrapper = _container_wrapper(a, node.value)
+        if wrapper is None:
+            continue
+        nn, imports = ensure_import(a, "torch.nn")
+        edits = (
+            *imports,
+            insert_at(a.start(node.value), f"{nn}.{wrapper}("),
+            insert_at(a.end(node.value), ")"),
+        )
+        kind = "parameters" if wrapper.startswith("Parameter") else "submodules"
+        yield R.ModulesInPlainContainer.finding(
+            f"`self.{target.attr}` in `{name}` holds {kind} in a plain "
+            f"{'dict' if 'Dict' in wrapper else 'list'}: `.to(device)`, `parameters()` and "
+            f"`state_dict()` do not see them; wrap it in `nn.{wrapper}`",
+            a.loc(node),
+            Fix(f"wrap it in `nn.{wrapper}`", edits, Safety.UNSAFE),
+        )
 
 
 def _container_wrapper(a: Analysis, value: ast.expr) -> str | None:
@@ -229,6 +243,7 @@ def _container_wrapper(a: Analysis, value: ast.expr) -> str | None:
 
 @detector(R.TorchLoadWithoutMapLocation)
 def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
+    saved = _host_saves(a)
     for call in a.call_named("torch.load"):
         if (
             keyword(call, "map_location")
@@ -236,6 +251,8 @@ def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
             or any(k.arg is None for k in call.keywords)
         ):
             continue
+        if call.args and a.text(call.args[0]) in saved:
+            continue  # this file wrote it from NumPy or CPU values: nothing to map
         fix = Fix(
             'load onto the CPU: `map_location="cpu"`',
             (add_keyword(a, call, 'map_location="cpu"'),),
@@ -265,3 +282,31 @@ def numpy_of_device_tensor(a: Analysis) -> Iterator[Finding]:
                 (insert_at(a.end(func.value), ".cpu()"),),
             ),
         )
+
+
+def _host_saves(a: Analysis) -> set[str]:
+    """Paths (as written) that this file ``torch.save``s from NumPy or CPU-only values."""
+    out: set[str] = set()
+    for call in a.call_named("torch.save"):
+        if len(call.args) == 2 and _on_host(a, call.args[0], call.lineno, depth=0):
+            out.add(a.text(call.args[1]))
+    return out
+
+
+def _on_host(a: Analysis, value: ast.expr, line: int, depth: int) -> bool:
+    """Whether ``value`` evidently holds only NumPy arrays, CPU tensors and plain Python data."""
+    if depth > 3:
+        return False
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Dict):
+        return all(_on_host(a, v, line, depth + 1) for v in value.values)
+    if isinstance(value, ast.List | ast.Tuple):
+        return all(_on_host(a, v, line, depth + 1) for v in value.elts)
+    info = a.info(value)
+    if info is not None:
+        return info.kind == K.NDARRAY or (info.kind == K.TENSOR and info.device == "cpu")
+    if isinstance(value, ast.Name):
+        bound = assigned_value(a, value, line)
+        return bound is not None and _on_host(a, bound, bound.lineno, depth + 1)
+    return False

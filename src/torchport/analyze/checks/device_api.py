@@ -33,6 +33,13 @@ def _device_arguments(a: Analysis) -> Iterator[tuple[ast.Call, ast.expr]]:
             yield call, dev
 
 
+def _either_branch(node: ast.expr) -> str | None:
+    """A CUDA literal, also as a branch of ``"cuda:0" if ... else "cpu"``."""
+    if isinstance(node, ast.IfExp):
+        return _either_branch(node.body) or _either_branch(node.orelse)
+    return _cuda_literal(node)
+
+
 @detector(R.HardCodedCuda)
 def hard_coded_cuda(a: Analysis) -> Iterator[Finding]:
     if a.has_fallback:
@@ -60,7 +67,7 @@ def hard_coded_cuda(a: Analysis) -> Iterator[Finding]:
 @detector(R.HardCodedDeviceIndex)
 def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
     for call, arg in _device_arguments(a):
-        literal = _cuda_literal(arg)
+        literal = _either_branch(arg)
         if literal is not None and ":" in literal:
             yield _index_finding(a, call, arg, literal)
     for call in a.calls:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.context import walk_local
 from torchport.analyze.edits import replace_node
 from torchport.analyze.infer import keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -27,7 +29,7 @@ def data_parallel_used(a: Analysis) -> Iterator[Finding]:
 
 @detector(R.DdpWithoutDeviceIds)
 def ddp_without_device_ids(a: Analysis) -> Iterator[Finding]:
-    if not a.uses_accelerator or "set_device" in a.source:
+    if not a.uses_accelerator or any(a.method_calls("set_device")):
         return
     for call in a.call_named(_DDP):
         if keyword(call, "device_ids") is not None or len(call.args) != 1:
@@ -46,21 +48,92 @@ def ddp_without_device_ids(a: Analysis) -> Iterator[Finding]:
         )
 
 
+_SAMPLER = "torch.utils.data.DistributedSampler"
+
+
+def _samplers(a: Analysis) -> Iterator[tuple[ast.Call, str | None]]:
+    """Each DistributedSampler and the name (or attribute text) it is assigned to."""
+    for call in a.call_named(_SAMPLER):
+        stmt = a.parents.get(call)
+        name = None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            name = a.text(stmt.targets[0])
+        yield call, name
+
+
+def _set_epoch_receivers(a: Analysis) -> set[str]:
+    """What ``set_epoch`` is called on: ``sampler``, ``loader.sampler``, ``self.sampler``."""
+    return {a.text(func.value) for _, func in a.method_calls("set_epoch")}
+
+
+def _loaders_by_sampler(a: Analysis) -> dict[str, list[str]]:
+    """Sampler text -> the names of the DataLoaders built with ``sampler=`` it."""
+    out: dict[str, list[str]] = {}
+    for call in a.call_named("torch.utils.data.DataLoader"):
+        sampler = keyword(call, "sampler")
+        if sampler is None:
+            continue
+        stmt = a.parents.get(call)
+        loader = ""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            loader = a.text(stmt.targets[0])
+        out.setdefault(a.text(sampler), []).append(loader)
+    return out
+
+
 @detector(R.SamplerWithoutSetEpoch)
 def sampler_without_set_epoch(a: Analysis) -> Iterator[Finding]:
-    if "set_epoch" in a.source:
-        return
-    for call in a.call_named("torch.utils.data.DistributedSampler"):
+    samplers = list(_samplers(a))
+    receivers = _set_epoch_receivers(a)
+    loaders = _loaders_by_sampler(a)
+    known = {alias for _, name in samplers if name for alias in _aliases(name, loaders)}
+    for call, name in samplers:
         shuffle = keyword(call, "shuffle")
         if isinstance(shuffle, ast.Constant) and shuffle.value is False:
             continue
+        if receivers and (name is None or receivers & _aliases(name, loaders)):
+            continue
+        if receivers - known:
+            continue  # set_epoch on something we cannot tie to a sampler: it may be this one
         yield R.SamplerWithoutSetEpoch.finding(
-            f"`{a.name(call)}` shuffles with a seed based on the epoch, but the script never "
-            "calls `set_epoch`: every epoch sees the same order; call "
-            "`sampler.set_epoch(epoch)` at the start of each epoch",
+            f"`{a.name(call)}` shuffles with a seed based on the epoch, but `set_epoch` is "
+            "never called on it: every epoch sees the same order; call "
+            f"`{name or 'sampler'}.set_epoch(epoch)` at the start of each epoch",
             a.loc(call),
             Fix("call `sampler.set_epoch(epoch)` each epoch"),
         )
+
+
+def _aliases(name: str, loaders: dict[str, list[str]]) -> set[str]:
+    """``sampler`` and ``loader.sampler`` for each DataLoader built with it."""
+    return {name} | {f"{loader}.sampler" for loader in loaders.get(name, []) if loader}
+
+
+@detector(R.DistributedSamplerUnused)
+def distributed_sampler_unused(a: Analysis) -> Iterator[Finding]:
+    for call, name in _samplers(a):
+        if name is None or not name.isidentifier():
+            continue
+        owner = a.function_of(call) or a.tree
+        uses = [
+            n
+            for n in walk_local(owner)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        used = [u for u in uses if not _only_set_epoch(a, u)]
+        if used:
+            continue
+        yield R.DistributedSamplerUnused.finding(
+            f"`{name}` ({a.name(call)}) is never passed to a DataLoader (`sampler={name}`): "
+            "every process iterates the whole dataset",
+            a.loc(call),
+            Fix(f"pass `sampler={name}` to the DataLoader (and drop `shuffle=True`)"),
+        )
+
+
+def _only_set_epoch(a: Analysis, use: ast.Name) -> bool:
+    parent = a.parents.get(use)
+    return isinstance(parent, ast.Attribute) and parent.attr == "set_epoch"
 
 
 @detector(R.ShuffleWithSampler)
@@ -125,3 +198,49 @@ def _is_guard(a: Analysis, node: ast.AST) -> bool:
         # a helper such as save_on_master() is guarded by its name
         return any(g in node.name.lower() for g in _GUARDS)
     return False
+
+
+_COLLECTIVES = {
+    f"torch.distributed.{n}"
+    for n in (
+        "all_reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "broadcast",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all_single",
+    )
+}
+
+
+@detector(R.CollectiveOnCpuTensorWithNccl)
+def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
+    if not _may_use_nccl(a):
+        return
+    for call in a.call_named(*_COLLECTIVES):
+        if keyword(call, "group") is not None:
+            continue  # a group of its own, perhaps gloo for CPU tensors
+        for arg in call.args[:2]:
+            info = a.info(arg)
+            if info is None or info.kind != K.TENSOR or info.device != "cpu" or not info.origin:
+                continue  # only a tensor evidently made here on the CPU
+            yield R.CollectiveOnCpuTensorWithNccl.finding(
+                f"`{a.name(arg)}` ({info.origin}) goes to "
+                f"`{a.name(call.func)}` while the process group may use NCCL, which only "
+                "moves GPU tensors: create it on the device (`device=device`)",
+                a.loc(arg),
+                Fix("create the tensor on the process's GPU"),
+            )
+            break
+
+
+def _may_use_nccl(a: Analysis) -> bool:
+    """The file starts a process group and names the "nccl" backend somewhere."""
+    if "nccl" not in a.source or not any(a.call_named("torch.distributed.init_process_group")):
+        return False
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and "nccl" in n.value
+        for n in a.of_type(ast.Constant)
+    )

@@ -32,7 +32,7 @@ def numpy_float64_to_tensor(a: Analysis) -> Iterator[Finding]:
         if arg is None or arg.kind != K.NDARRAY or arg.dtype != "float64":
             continue
         parent = a.parents.get(call)
-        if isinstance(parent, ast.Attribute) and parent.attr in _CASTS:
+        if isinstance(parent, ast.Attribute) and _casts(a, parent):
             continue
         if _cast_later(a, call):
             continue
@@ -58,12 +58,26 @@ def _cast_later(a: Analysis, call: ast.Call) -> bool:
     owner = a.function_of(stmt) or a.tree
     return any(
         isinstance(n, ast.Attribute)
-        and n.attr in _CASTS
         and isinstance(n.value, ast.Name)
         and n.value.id == target.id
         and n.lineno > stmt.lineno
+        and _casts(a, n)
         for n in walk_local(owner)
     )
+
+
+def _casts(a: Analysis, method: ast.Attribute) -> bool:
+    """``x.float()``, ``x.type(...)``, or a ``x.to(...)`` that is given a dtype."""
+    if method.attr not in _CASTS:
+        return False
+    if method.attr != "to":
+        return True
+    call = a.parents.get(method)
+    if not isinstance(call, ast.Call) or call.func is not method:
+        return False
+    if keyword(call, "dtype") is not None:
+        return True
+    return any(K.dtype_name(a.qualname(arg)) is not None for arg in call.args)
 
 
 @detector(R.Float64OnAccelerator)
@@ -119,8 +133,8 @@ _FLOAT_LAYERS = {
 @detector(R.IntegerInputToFloatLayer)
 def integer_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
     for call in a.calls:
-        layer = a.info(call.func)
-        if layer is None or layer.kind != K.MODULE or f"torch.nn.{layer.cls}" not in _FLOAT_LAYERS:
+        layer = a.callee_module(call)
+        if layer is None or f"torch.nn.{layer.cls}" not in _FLOAT_LAYERS:
             continue
         if not call.args:
             continue
@@ -151,8 +165,8 @@ def loss_target_wrong_dtype(a: Analysis) -> Iterator[Finding]:
     for call in a.calls:
         loss = _FUNCTIONAL.get(a.qualname(call.func) or "")
         if loss is None:
-            crit = a.info(call.func)
-            loss = crit.cls if crit is not None and crit.kind == K.MODULE else None
+            crit = a.callee_module(call)
+            loss = crit.cls if crit is not None else None
         if loss is None or len(call.args) < 2:
             continue
         target = call.args[1]

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.context import walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, has_star_kwargs, keyword
 from torchport.findings import Finding, Fix, Safety
@@ -104,116 +103,57 @@ def pin_memory_on_main_thread(a: Analysis) -> Iterator[Finding]:
         )
 
 
-@detector(R.ItemInHotLoop)
-def item_in_hot_loop(a: Analysis) -> Iterator[Finding]:
-    for call, func in a.method_calls("item", "tolist"):
-        if call.args or not a.is_hot(call) or not _is_tensor(a, func.value):
-            continue
-        if not _maybe_on_device(a, func.value):
-            continue
-        yield R.ItemInHotLoop.finding(
-            f"`{a.name(call)}` in the hot loop waits for the GPU at every step: accumulate on "
-            "the device (`.detach()`) and read the value once per epoch or every N steps",
-            a.loc(call),
-            Fix("keep it on the device and read it less often"),
-        )
-
-
-@detector(R.DeviceToHostInHotLoop)
-def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
-    for call, func in a.method_calls("cpu", "numpy"):
-        if call.args or not a.is_hot(call) or not _is_tensor(a, func.value):
-            continue
-        info = a.info(func.value)
-        if info is not None and info.device == "cpu":
-            continue
-        yield R.DeviceToHostInHotLoop.finding(
-            f"`{a.name(call)}` in the hot loop copies to the host and synchronizes at every "
-            "step: keep results on the device and copy once after the loop",
-            a.loc(call),
-            Fix("collect on the device; copy after the loop"),
-        )
-
-
-_COERCE = ("float", "int", "bool", "print")
-
-
-@detector(R.ImplicitSyncInHotLoop)
-def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
-    for call in a.calls:
-        func = call.func
-        if not (isinstance(func, ast.Name) and func.id in _COERCE and func.id not in a.imports):
-            continue
-        if not a.is_hot(call) or not call.args:
-            continue
-        for arg in call.args:
-            if _is_tensor(a, arg) and _maybe_on_device(a, arg):
-                yield _sync(a, call, f"`{func.id}({a.name(arg)})`")
-                break
-    for node in a.hot:
-        test = node.test if isinstance(node, ast.If | ast.While) else None
-        if test is not None and _is_tensor(a, test) and _maybe_on_device(a, test):
-            yield _sync(a, test, f"`if {a.name(test)}:`")
-
-
-def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
-    info = a.info(node)
-    return info is not None and info.device != "cpu"
-
-
-def _sync(a: Analysis, node: ast.AST, what: str) -> Finding:
-    return R.ImplicitSyncInHotLoop.finding(
-        f"{what} in the hot loop reads a tensor's value on the host, which waits for the GPU "
-        "at every step: keep it on the device or check it every N steps",
-        a.loc(node),
-        Fix("avoid reading tensor values in the loop"),
-    )
-
-
-@detector(R.SynchronizeInHotLoop)
-def synchronize_in_hot_loop(a: Analysis) -> Iterator[Finding]:
-    wanted = ("torch.cuda.synchronize", "torch.cuda.empty_cache", "torch.mps.synchronize")
-    for call in a.call_named(*wanted):
-        if a.is_hot(call):
-            yield R.SynchronizeInHotLoop.finding(
-                f"`{a.name(call)}` in the hot loop stalls the CPU until the GPU is idle at "
-                "every step: remove it (synchronize only to time, outside the loop)",
-                a.loc(call),
-                Fix("remove it from the loop"),
-            )
-
-
 @detector(R.NonBlockingHostReadBeforeSync)
 def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
     for call in a.calls:
-        func = call.func
-        if not isinstance(func, ast.Attribute) or func.attr not in ("to", "cpu"):
+        copied = _async_host_copy(a, call)
+        if copied is None:
             continue
-        flag = keyword(call, "non_blocking")
-        if not (isinstance(flag, ast.Constant) and flag.value is True):
-            continue
-        if func.attr == "to":
-            target = keyword(call, "device") or (call.args[0] if call.args else None)
-            if device_of(a.scope(call), target, call.lineno) != "cpu":
-                continue
-        stmt = a.parents.get(call)
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-            continue
+        stmt, name = copied
+        read = _first_read_before_sync(a, stmt, name)
+        if read is not None:
+            yield R.NonBlockingHostReadBeforeSync.finding(
+                f"`{name}` is copied to the host with `non_blocking=True` at line "
+                f"{call.lineno} and read at line {read.lineno} before any synchronization: "
+                "it may hold stale data; call `torch.cuda.synchronize()` (or an event's "
+                "`synchronize()`) first",
+                a.loc(read),
+                Fix("synchronize before reading it"),
+            )
+
+
+def _async_host_copy(a: Analysis, call: ast.Call) -> tuple[ast.stmt, str] | None:
+    """``y = x.to("cpu", non_blocking=True)`` or ``host.copy_(x, non_blocking=True)``.
+
+    Returns the statement and the name of the host tensor that receives the copy.
+    """
+    func = call.func
+    flag = keyword(call, "non_blocking")
+    if not isinstance(func, ast.Attribute) or not (
+        isinstance(flag, ast.Constant) and flag.value is True
+    ):
+        return None
+    stmt = a.parents.get(call)
+    if func.attr == "copy_":
+        host = a.info(func.value)
+        on_host = host is not None and host.kind == K.TENSOR and host.device == "cpu"
+        if isinstance(stmt, ast.Expr) and isinstance(func.value, ast.Name) and on_host:
+            return stmt, func.value.id
+        return None
+    if func.attr == "to":
+        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        if device_of(a.scope(call), target, call.lineno) != "cpu":
+            return None
+    elif func.attr != "cpu":
+        return None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target_name = stmt.targets[0]
         if isinstance(target_name, ast.Name):
-            read = _first_read_before_sync(a, stmt, target_name.id)
-            if read is not None:
-                yield R.NonBlockingHostReadBeforeSync.finding(
-                    f"`{target_name.id}` is copied to the host with `non_blocking=True` at line "
-                    f"{call.lineno} and read at line {read.lineno} before any synchronization: "
-                    "it may hold stale data; call `torch.cuda.synchronize()` (or an event's "
-                    "`synchronize()`) first",
-                    a.loc(read),
-                    Fix("synchronize before reading it"),
-                )
+            return stmt, target_name.id
+    return None
 
 
-def _first_read_before_sync(a: Analysis, stmt: ast.Assign, name: str) -> ast.Name | None:
+def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name | None:
     """The first read of ``name`` in the statements that follow ``stmt`` in its own block.
 
     Only the straight-line rest of the block is followed: a read in another branch (an
@@ -244,19 +184,40 @@ _SYNCS = ("synchronize", "wait", "wait_stream", "wait_event")
 @detector(R.LossAccumulatedAsTensor)
 def loss_accumulated_as_tensor(a: Analysis) -> Iterator[Finding]:
     for node in a.hot:
-        if not (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add)):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            value, kept_by = node.value, f"`{a.name(node.target)} += {a.name(node.value)}`"
+            holder, verb = a.name(node.target), "add"
+        elif _appends(node):
+            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            value, kept_by = node.args[0], f"`{a.name(node)}`"
+            holder, verb = a.name(node.func.value), "append"
+        else:
             continue
-        value = node.value
         if not isinstance(value, ast.Name) or not _is_loss(a, value):
             continue
+        if verb == "append" and not _backward_on(a, value):
+            continue  # a list of losses stacked for one backward later keeps graphs on purpose
         yield R.LossAccumulatedAsTensor.finding(
-            f"`{a.name(node.target)} += {value.id}` keeps every step's autograd graph alive "
-            f"through `{a.name(node.target)}`: add `{value.id}.detach()` instead",
+            f"{kept_by} keeps every step's autograd graph alive through `{holder}`: "
+            f"{verb} `{value.id}.detach()` instead",
             a.loc(node),
             Fix(
-                f"add `{value.id}.detach()`", (insert_at(a.end(value), ".detach()"),), Safety.UNSAFE
+                f"{verb} `{value.id}.detach()`",
+                (insert_at(a.end(value), ".detach()"),),
+                Safety.UNSAFE,
             ),
         )
+
+
+def _appends(node: ast.AST) -> bool:
+    """``history.append(x)``: a list that outlives the step."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "append"
+        and len(node.args) == 1
+        and not node.keywords
+    )
 
 
 def _is_loss(a: Analysis, name: ast.Name) -> bool:
@@ -266,12 +227,18 @@ def _is_loss(a: Analysis, name: ast.Name) -> bool:
         return False
     if info.cls is not None and info.cls.endswith("Loss"):
         return True
+    return _backward_on(a, name)
+
+
+def _backward_on(a: Analysis, name: ast.Name) -> bool:
+    """``name.backward()`` (or ``scaler.scale(name).backward()``) in ``name``'s function."""
     owner = a.function_of(name) or a.tree
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "backward"
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == name.id
-        for n in walk_local(owner)
-    )
+    for call, func in a.method_calls("backward"):
+        if (a.function_of(call) or a.tree) is not owner:
+            continue
+        target = func.value
+        if isinstance(target, ast.Call) and target.args:
+            target = target.args[0]
+        if isinstance(target, ast.Name) and target.id == name.id:
+            return True
+    return False

@@ -1,0 +1,182 @@
+"""Static detectors of mixed-precision (AMP) mistakes (TP311-TP314)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.context import walk_local
+from torchport.analyze.infer import keyword
+from torchport.findings import Finding, Fix
+from torchport.rules import amp as R
+
+_CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_")
+
+
+def _owners(a: Analysis) -> Iterator[ast.AST]:
+    yield a.tree
+    yield from a.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _scaler_method(a: Analysis, call: ast.Call, name: str) -> bool:
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == name):
+        return False
+    info = a.info(func.value)
+    return info is not None and info.kind == K.SCALER
+
+
+@detector(R.ClipWithoutUnscale)
+def clip_without_unscale(a: Analysis) -> Iterator[Finding]:
+    if not a.makes_scaler:
+        return
+    for owner in _owners(a):
+        calls = sorted(
+            (n for n in walk_local(owner) if isinstance(n, ast.Call)),
+            key=lambda c: (c.lineno, c.col_offset),
+        )
+        scaled_at = next((c.lineno for c in calls if _scaler_method(a, c, "scale")), None)
+        if scaled_at is None:
+            continue
+        unscaled = [c.lineno for c in calls if _scaler_method(a, c, "unscale_")]
+        for call in calls:
+            if a.qualname(call.func) not in _CLIPS or call.lineno < scaled_at:
+                continue
+            if any(scaled_at <= line <= call.lineno for line in unscaled):
+                continue
+            yield R.ClipWithoutUnscale.finding(
+                f"`{a.name(call)}` clips gradients that are still multiplied by the loss scale "
+                f"(`scaler.scale` at line {scaled_at}): call `scaler.unscale_(optimizer)` first",
+                a.loc(call),
+                Fix("call `scaler.unscale_(optimizer)` before clipping"),
+            )
+
+
+def _autocasts(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
+    for node in a.of_type(ast.With, ast.AsyncWith):
+        assert isinstance(node, ast.With | ast.AsyncWith)
+        for item in node.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Call) and a.qualname(expr.func) in K.AUTOCASTS:
+                yield node, expr
+
+
+def _float16(a: Analysis, cast: ast.Call) -> bool:
+    """Whether this autocast computes in float16 (explicitly, or by CUDA's default)."""
+    enabled = keyword(cast, "enabled")
+    if isinstance(enabled, ast.Constant) and enabled.value is False:
+        return False
+    dtype = keyword(cast, "dtype")
+    if dtype is not None:
+        return K.dtype_name(a.qualname(dtype)) == "float16"
+    q = a.qualname(cast.func) or ""
+    if q.startswith("torch.cpu."):
+        return False
+    device = keyword(cast, "device_type") or (cast.args[0] if cast.args else None)
+    if q.startswith("torch.cuda."):
+        return True
+    return not (isinstance(device, ast.Constant) and device.value == "cpu")
+
+
+def _backward_in(owner: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in walk_local(owner)
+    )
+
+
+@detector(R.Float16AutocastWithoutScaler)
+def float16_autocast_without_scaler(a: Analysis) -> Iterator[Finding]:
+    if a.makes_scaler or "backward" not in a.source:
+        return
+    for block, cast in _autocasts(a):
+        owner = a.function_of(block) or a.tree
+        if not _float16(a, cast) or not _backward_in(owner):
+            continue
+        yield R.Float16AutocastWithoutScaler.finding(
+            f"`{a.name(cast)}` trains in float16 and the script has no GradScaler: small "
+            "gradients underflow to zero; scale the loss with `torch.amp.GradScaler` or use "
+            "`dtype=torch.bfloat16`",
+            a.loc(cast),
+            Fix("add a GradScaler, or autocast to bfloat16"),
+        )
+
+
+_FLOAT_LAYERS = {
+    "Linear",
+    "Bilinear",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "Sequential",
+}
+_HALF = ("float16", "bfloat16")
+_HALF_WORDS = ("half", "float16")  # also matches bfloat16
+
+
+def _makes_half(a: Analysis) -> bool:
+    """``.half()``, ``.bfloat16()`` or a ``torch.float16``/``half``/``bfloat16`` dtype."""
+    if not any(word in a.source for word in _HALF_WORDS):
+        return False
+    if any(a.method_calls("half", "bfloat16")):
+        return True
+    return any(
+        isinstance(n, ast.Attribute) and n.attr in ("float16", "half", "bfloat16")
+        for n in a.of_type(ast.Attribute)
+    )
+
+
+@detector(R.HalfInputToFloatLayer)
+def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
+    if not _makes_half(a) or any(a.call_named(*K.AUTOCASTS)):
+        return  # no half tensor here; or autocast (perhaps opened by a caller) is used
+    for call in a.calls:
+        if not call.args or (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
+            continue
+        layer = a.callee_module(call)
+        if layer is None or layer.cls not in _FLOAT_LAYERS:
+            continue
+        if layer.dtype is not None or _made_with_dtype(a, call.func):
+            continue  # cast with the input: the dtypes agree
+        arg = a.info(call.args[0])
+        if arg is None or arg.kind != K.TENSOR or arg.dtype not in _HALF:
+            continue
+        yield R.HalfInputToFloatLayer.finding(
+            f"`{a.name(call.args[0])}` is {arg.dtype} but `{a.name(call.func)}` "
+            f"(nn.{layer.cls}) has float32 weights and no autocast is active: run the "
+            f"forward under `torch.autocast(..., dtype=torch.{arg.dtype})`",
+            a.loc(call.args[0]),
+            Fix("use torch.autocast instead of casting the inputs"),
+        )
+
+
+def _made_with_dtype(a: Analysis, func: ast.expr) -> bool:
+    """``nn.Linear(8, 2, dtype=torch.float16)``: weights made in a chosen dtype."""
+    made = func if isinstance(func, ast.Call) else None
+    if isinstance(func, ast.Name):
+        bound = assigned_value(a, func, func.lineno)
+        made = bound if isinstance(bound, ast.Call) else None
+    while made is not None and keyword(made, "dtype") is None:
+        inner = made.func.value if isinstance(made.func, ast.Attribute) else None
+        made = inner if isinstance(inner, ast.Call) else None  # nn.Linear(...).to(device)
+    return made is not None
+
+
+@detector(R.ScaledLossDiscarded)
+def scaled_loss_discarded(a: Analysis) -> Iterator[Finding]:
+    for node in a.of_type(ast.Expr):
+        assert isinstance(node, ast.Expr)
+        call = node.value
+        if isinstance(call, ast.Call) and _scaler_method(a, call, "scale"):
+            yield R.ScaledLossDiscarded.finding(
+                f"`{a.name(call)}` returns the scaled loss and its result is discarded: the "
+                "backward pass runs on the unscaled loss; call `.backward()` on the result",
+                a.loc(call),
+                Fix(f"call `{a.name(call)}.backward()`"),
+            )

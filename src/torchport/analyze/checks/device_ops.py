@@ -1,0 +1,277 @@
+"""Static detectors of ops that meet tensors on two devices, and of layers made in forward.
+
+An op is reported only when one operand evidently lives on the CPU (a factory without
+``device=``, ``torch.from_numpy``, a batch never moved, a layer never moved) and another was
+evidently moved to a device that may be an accelerator. A 0-dim CPU tensor (a Python number
+wrapped by ``torch.tensor``, a full reduction) may meet device tensors, so it never counts.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.infer import keyword
+from torchport.findings import Finding, Fix
+from torchport.rules import device as R
+from torchport.rules import device_ops as RO
+
+_OPS = K.TENSOR_OPS | {
+    "torch.masked_select",
+    "torch.index_select",
+    "torch.take_along_dim",
+    "torch.bucketize",
+    "torch.searchsorted",
+}
+_BINARY_METHODS = {
+    "masked_fill",
+    "masked_fill_",
+    "gather",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "index_select",
+    "add",
+    "add_",
+    "sub",
+    "mul",
+    "mul_",
+    "div",
+    "matmul",
+    "mm",
+    "bmm",
+    "where",
+    "expand_as",
+}
+_WRAPPERS = {"DataParallel", "DistributedDataParallel", "FullyShardedDataParallel"}
+_REDUCTIONS = {"sum", "mean", "max", "min", "norm", "prod", "std", "var", "amax", "amin"}
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.FloorDiv)
+
+
+@dataclass(frozen=True)
+class _Operand:
+    node: ast.AST
+    device: str  # "cpu" or "accel"
+    what: str  # how the message names it
+
+
+@detector(R.TensorsOnDifferentDevices)
+def tensors_on_different_devices(a: Analysis) -> Iterator[Finding]:
+    if not a.uses_accelerator:
+        return
+    for node, op, operands in _candidates(a):
+        host = [o for o in operands if o.device == "cpu"]
+        moved = [o for o in operands if o.device == "accel"]
+        if not host or not moved:
+            continue
+        cpu, accel = host[0], moved[0]
+        if cpu.node is getattr(node, "func", None):
+            message = (
+                f"{cpu.what} is called with {accel.what}, which was moved to the device: "
+                f"move the layer too (`{op}.to(device)`)"
+            )
+        else:
+            message = (
+                f"{cpu.what} is on the CPU while {accel.what} was moved to the device: "
+                f"`{op}` needs both on one device; create it with `device=` or move it first"
+            )
+        yield R.TensorsOnDifferentDevices.finding(
+            message,
+            a.loc(node),
+            Fix("create the CPU operand on the device (`device=...`) or `.to(device)` it"),
+        )
+
+
+def _candidates(a: Analysis) -> Iterator[tuple[ast.AST, str, list[_Operand]]]:
+    hosts = _hosts(a)
+    everywhere = a.tree in hosts or any(a.call_named("torch.utils.data.DataLoader"))
+    for call in a.calls:
+        if not everywhere and (a.function_of(call) or a.tree) not in hosts:
+            continue
+        operands = _call_operands(a, call)
+        if operands is not None:
+            yield call, a.name(call.func), operands
+    for node in a.of_type(ast.BinOp):
+        assert isinstance(node, ast.BinOp)
+        if not everywhere and (a.function_of(node) or a.tree) not in hosts:
+            continue
+        if isinstance(node.op, _ARITHMETIC):
+            sides = [_tensor(a, s) for s in (node.left, node.right)]
+            yield node, a.name(node), [s for s in sides if s is not None]
+
+
+def _hosts(a: Analysis) -> set[ast.AST]:
+    """Functions (or the module) where a CPU operand can be born: a factory without
+    ``device=``, ``torch.from_numpy``, a layer, or a call of a same-file helper function.
+
+    Inferring every operand of every op is the costliest thing `check` could do; ops in
+    other functions cannot meet a CPU tensor made here, so they are not looked at.
+    """
+    out: set[ast.AST] = set()
+    for call in a.calls:
+        q = a.qualname(call.func)
+        if q is None:
+            func = call.func
+            born = isinstance(func, ast.Name) and (
+                func.id in a.functions or func.id in a.module_classes
+            )
+        elif q in K.FACTORIES:
+            born = keyword(call, "device") is None
+        else:
+            born = q == "torch.from_numpy" or _layer(q)
+        if born:
+            out.add(a.function_of(call) or a.tree)
+    return out
+
+
+def _layer(q: str) -> bool:
+    parts = q.split(".")
+    return q.startswith("torch.nn.") and parts[-1][:1].isupper() and parts[2] != "functional"
+
+
+def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
+    func = call.func
+    q = a.qualname(func)
+    if q is not None and (q in _OPS or q.startswith("torch.nn.functional.")):
+        return _args(a, call)
+    if isinstance(func, ast.Attribute) and q is None and func.attr in _BINARY_METHODS:
+        receiver = _tensor(a, func.value)
+        return [receiver, *_args(a, call)] if receiver is not None else None
+    module = a.callee_module(call)
+    if module is None:
+        return None
+    if module.cls is not None and module.cls.endswith("Loss"):
+        return [*_args(a, call), *_loss_weight(a, func, call.lineno)]
+    if module.cls in _WRAPPERS:
+        return None  # a wrapper lives where the module it wraps does
+    if module.device == "cpu" and module.origin and _stays_here(a, func):
+        layer = _Operand(func, "cpu", f"`{a.name(func)}` ({module.origin}, never moved)")
+        return [layer, *_args(a, call)]
+    return None  # a model moved to the device: TP102 reports CPU inputs to it
+
+
+def _args(a: Analysis, call: ast.Call) -> list[_Operand]:
+    out: list[_Operand] = []
+    for arg in [*call.args, *(kw.value for kw in call.keywords if kw.arg is not None)]:
+        items = arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg]
+        out += [o for o in (_tensor(a, item) for item in items) if o is not None]
+    return out
+
+
+def _tensor(a: Analysis, node: ast.expr) -> _Operand | None:
+    """``node`` as an operand whose device is evident, or None."""
+    info = a.info(node)
+    if info is None or info.kind != K.TENSOR or info.device not in ("cpu", "accel"):
+        return None
+    if info.device == "cpu":
+        if not (info.origin or info.batch) or _maybe_0dim(a, node):
+            return None
+        if info.batch and collates_elsewhere(a):
+            return None  # a collate_fn may move batches to the device itself
+        origin = "" if isinstance(node, ast.Call) else f" ({info.origin or 'a batch'})"
+        return _Operand(node, "cpu", f"`{a.name(node)}`{origin}")
+    return _Operand(node, "accel", f"`{a.name(node)}`")
+
+
+def _maybe_0dim(a: Analysis, node: ast.expr) -> bool:
+    if isinstance(node, ast.Name):
+        bound = assigned_value(a, node, node.lineno)
+        return bound is not None and _maybe_0dim(a, bound)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if a.qualname(func) in ("torch.tensor", "torch.as_tensor"):
+        return bool(node.args) and is_scalar(a, node.args[0])
+    if isinstance(func, ast.Attribute) and func.attr in _REDUCTIONS:
+        return not node.args and keyword(node, "dim") is None
+    return False
+
+
+def _loss_weight(a: Analysis, func: ast.expr, line: int) -> list[_Operand]:
+    """A CPU ``weight=`` tensor held by a loss module that was never moved."""
+    criterion = a.info(func)
+    if not isinstance(func, ast.Name) or criterion is None or criterion.device == "accel":
+        return []
+    made = assigned_value(a, func, line)
+    if not isinstance(made, ast.Call):
+        return []
+    out = []
+    for name in ("weight", "pos_weight"):
+        value = keyword(made, name)
+        operand = _tensor(a, value) if value is not None else None
+        if operand is not None and operand.device == "cpu":
+            what = f"the `{name}` of `{func.id}` ({operand.what})"
+            out.append(_Operand(operand.node, "cpu", what))
+    return out
+
+
+def _stays_here(a: Analysis, func: ast.expr) -> bool:
+    """The module is never handed to another call (which might move it)."""
+    if not isinstance(func, ast.Name):
+        return False
+    owner = a.function_of(func) or a.tree
+    return func.id not in a.passed_names.get(owner, set())
+
+
+_LAYERS = {
+    f"torch.nn.{n}"
+    for n in (
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "LayerNorm",
+        "GroupNorm",
+        "Embedding",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "MultiheadAttention",
+        "PReLU",
+    )
+}
+
+
+@detector(RO.LayerCreatedInForward)
+def layer_created_in_forward(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        method = a.forward.get(call)
+        if method is None or a.qualname(call.func) not in _LAYERS:
+            continue
+        parent = a.parents.get(call)
+        if isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda"):
+            continue  # made where the input is (a lazily built layer, say)
+        yield RO.LayerCreatedInForward.finding(
+            f"`{a.name(call)}` in `{method}` builds a new layer, on the CPU and with untrained "
+            "weights, at every call: create it once in `__init__` and call it here",
+            a.loc(call),
+            Fix("move the layer to `__init__` (as `self.<name> = ...`)"),
+        )
+
+
+@detector(RO.PackedLengthsOnDevice)
+def packed_lengths_on_device(a: Analysis) -> Iterator[Finding]:
+    for call in a.call_named("torch.nn.utils.rnn.pack_padded_sequence"):
+        lengths = keyword(call, "lengths") or (call.args[1] if len(call.args) > 1 else None)
+        info = a.info(lengths) if lengths is not None else None
+        if lengths is None or info is None or info.kind != K.TENSOR or info.device != "accel":
+            continue
+        hint = f"`{lengths.id}.cpu()`" if isinstance(lengths, ast.Name) else "them unmoved"
+        yield RO.PackedLengthsOnDevice.finding(
+            f"`{a.name(lengths)}` is on the device, but `pack_padded_sequence` needs its "
+            f"lengths on the CPU: pass {hint}",
+            a.loc(lengths),
+            Fix("pass the lengths on the CPU (`.cpu()`) or as a list"),
+        )

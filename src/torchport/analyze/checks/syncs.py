@@ -1,0 +1,207 @@
+"""Static detectors of host-device synchronizations in the hot loop (TP204-TP207).
+
+A sync that runs once, or once every N steps (``if step % log_every == 0:``), is what we tell
+users to do; only syncs that run at every step are reported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.findings import Finding, Fix
+from torchport.rules import transfer as R
+
+_SCOPES = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+)
+
+
+def rarely_runs(a: Analysis, node: ast.AST) -> bool:
+    """Whether ``node`` is guarded, inside its loop, by a test that holds once or every N steps."""
+    child = node
+    for up in a.ancestors(node):
+        if isinstance(up, _SCOPES):
+            return False
+        if isinstance(up, ast.If | ast.IfExp) and _in_body(up, child) and _sparse(a, up.test):
+            return True
+        child = up
+    return False
+
+
+def _in_body(branch: ast.If | ast.IfExp, child: ast.AST) -> bool:
+    if isinstance(branch, ast.IfExp):
+        return child is branch.body
+    return child in branch.body
+
+
+def _sparse(a: Analysis, test: ast.expr) -> bool:
+    """``i % n == 0``, ``not i % n``, ``i == 0``, ``i == len(x) - 1`` (and conjunctions)."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_sparse(a, v) for v in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _has_modulo(test.operand)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = (test.left, test.comparators[0])
+    if any(_is_tensor(a, s) for s in sides):
+        return False  # a value read from the device decides: that is a sync, not a schedule
+    if any(_has_modulo(s) for s in sides):
+        return True
+    return any(_counter_target(s) for s in sides)
+
+
+def _has_modulo(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
+
+
+def _counter_target(node: ast.expr) -> bool:
+    """An int literal or arithmetic such as ``len(loader) - 1``: a step that comes once."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub)
+
+
+def _is_tensor(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.kind == K.TENSOR
+
+
+def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.kind == K.TENSOR and info.device != "cpu"
+
+
+def _every_step(a: Analysis, node: ast.AST) -> bool:
+    return a.is_hot(node) and not rarely_runs(a, node)
+
+
+@detector(R.ItemInHotLoop)
+def item_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("item", "tolist"):
+        if call.args or not _every_step(a, call) or not _maybe_on_device(a, func.value):
+            continue
+        yield R.ItemInHotLoop.finding(
+            f"`{a.name(call)}` in the hot loop waits for the GPU at every step: accumulate on "
+            "the device (`.detach()`) and read the value once per epoch or every N steps",
+            a.loc(call),
+            Fix("keep it on the device and read it less often"),
+        )
+
+
+@detector(R.DeviceToHostInHotLoop)
+def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call, func in a.method_calls("cpu", "numpy"):
+        if call.args or not _every_step(a, call) or not _is_tensor(a, func.value):
+            continue
+        info = a.info(func.value)
+        if info is not None and info.device == "cpu":
+            continue
+        yield R.DeviceToHostInHotLoop.finding(
+            f"`{a.name(call)}` in the hot loop copies to the host and synchronizes at every "
+            "step: keep results on the device and copy once after the loop",
+            a.loc(call),
+            Fix("collect on the device; copy after the loop"),
+        )
+
+
+_COERCE = ("float", "int", "bool", "print")
+
+
+@detector(R.ImplicitSyncInHotLoop)
+def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        func = call.func
+        if not (isinstance(func, ast.Name) and func.id in _COERCE and func.id not in a.imports):
+            continue
+        if not call.args or not _every_step(a, call):
+            continue
+        for arg in call.args:
+            if _maybe_on_device(a, arg):
+                yield _sync(a, call, f"`{func.id}({a.name(arg)})`")
+                break
+    for node in a.hot:
+        if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
+            tensor = _tensor_in_test(a, node.test)
+            if tensor is not None and not rarely_runs(a, node):
+                yield _sync(a, node.test, f"`{_keyword(node)} {a.name(node.test)}:`")
+        elif (
+            isinstance(node, ast.FormattedValue)
+            and _maybe_on_device(a, node.value)
+            and not rarely_runs(a, node)
+        ):
+            yield _sync(a, node, f"formatting `{a.name(node.value)}` in an f-string")
+
+
+def _keyword(node: ast.AST) -> str:
+    return {ast.While: "while", ast.Assert: "assert"}.get(type(node), "if")
+
+
+def _tensor_in_test(a: Analysis, test: ast.expr) -> ast.expr | None:
+    """The device tensor whose value a condition reads (itself, or a compared operand)."""
+    if _maybe_on_device(a, test):
+        return test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _tensor_in_test(a, test.operand)
+    if isinstance(test, ast.BoolOp):
+        return next((t for v in test.values if (t := _tensor_in_test(a, v)) is not None), None)
+    if isinstance(test, ast.Compare) and not any(
+        isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in test.ops
+    ):
+        return next((s for s in (test.left, *test.comparators) if _maybe_on_device(a, s)), None)
+    return None
+
+
+def _sync(a: Analysis, node: ast.AST, what: str) -> Finding:
+    return R.ImplicitSyncInHotLoop.finding(
+        f"{what} in the hot loop reads a tensor's value on the host, which waits for the GPU "
+        "at every step: keep it on the device or check it every N steps",
+        a.loc(node),
+        Fix("avoid reading tensor values in the loop"),
+    )
+
+
+_SYNCHRONIZE = (
+    "torch.cuda.synchronize",
+    "torch.cuda.empty_cache",
+    "torch.mps.synchronize",
+    "torch.xpu.synchronize",
+    "torch.accelerator.synchronize",
+)
+_STREAMS = ("torch.cuda.current_stream", "torch.cuda.default_stream")
+
+
+@detector(R.SynchronizeInHotLoop)
+def synchronize_in_hot_loop(a: Analysis) -> Iterator[Finding]:
+    for call in a.calls:
+        if not a.is_hot(call) or not _is_synchronize(a, call) or rarely_runs(a, call):
+            continue
+        yield R.SynchronizeInHotLoop.finding(
+            f"`{a.name(call)}` in the hot loop stalls the CPU until the GPU is idle at "
+            "every step: remove it (synchronize only to time, outside the loop)",
+            a.loc(call),
+            Fix("remove it from the loop"),
+        )
+
+
+def _is_synchronize(a: Analysis, call: ast.Call) -> bool:
+    func = call.func
+    if a.qualname(func) in _SYNCHRONIZE:
+        return True
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "synchronize"
+        and isinstance(func.value, ast.Call)
+        and a.qualname(func.value.func) in _STREAMS
+    )

@@ -1,0 +1,53 @@
+"""Small facts several detectors share: what a name was last assigned, whether an expression is
+a Python number, whether batches may be moved by a ``collate_fn``."""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis
+from torchport.analyze.infer import keyword
+
+_SCALAR_CALLS = ("float", "int", "len", "abs", "round")
+
+
+def is_scalar(a: Analysis, node: ast.expr) -> bool:
+    """A Python number: ``torch.tensor(node)`` then makes a 0-dim tensor."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return is_scalar(a, node.operand)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _SCALAR_CALLS and func.id not in a.imports:
+            return True
+        return (a.qualname(func) or "").startswith("math.")
+    if isinstance(node, ast.BinOp):
+        sides = (node.left, node.right)
+        if any(isinstance(s, ast.List | ast.Tuple | ast.ListComp) for s in sides):
+            return False
+        if any(_array(a, s) for s in sides):
+            return False
+        if isinstance(node.op, ast.Add | ast.Mult):  # also list concatenation and repetition
+            return all(is_scalar(a, s) for s in sides)
+        return True
+    return False
+
+
+def _array(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.kind in (K.TENSOR, K.NDARRAY)
+
+
+def assigned_value(a: Analysis, name: ast.Name, line: int) -> ast.expr | None:
+    """The value of the last plain ``name = value`` above ``line`` in ``name``'s scope."""
+    owner = a.function_of(name) or a.tree
+    above = [value for at, value in a.assignments(owner).get(name.id, []) if at < line]
+    return above[-1] if above else None
+
+
+def collates_elsewhere(a: Analysis) -> bool:
+    """Whether some DataLoader of the file has a ``collate_fn`` (which may move batches)."""
+    loaders = a.call_named("torch.utils.data.DataLoader")
+    return any(keyword(call, "collate_fn") is not None for call in loaders)

@@ -1,0 +1,151 @@
+"""Rules of one family; see registry.FAMILIES. Mixed precision (AMP) rules of TP3xx."""
+
+from __future__ import annotations
+
+from torchport.findings import Severity
+from torchport.rules.registry import Rule, register
+
+__all__: list[str] = []
+
+
+# --- static rules (analyze): TP311-TP349 -------------------------------------------------
+
+
+@register
+class ClipWithoutUnscale(Rule):
+    """## What it does
+    Flags `clip_grad_norm_` / `clip_grad_value_` called after `scaler.scale(loss).backward()`
+    without `scaler.unscale_(optimizer)` in between.
+
+    ## Why is this bad?
+    The gradients are still multiplied by the loss scale (65536 at first): the clipping
+    threshold is compared with scaled norms, so every step is clipped to a tiny fraction of
+    its size, or clipping never happens. Training silently slows down or diverges.
+
+    ## Example
+    ```python
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    ```
+
+    ## Use instead
+    ```python
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Working with unscaled gradients](https://pytorch.org/docs/stable/notes/amp_examples.html#working-with-unscaled-gradients)
+    """
+
+    code = "TP311"
+    name = "clip-without-unscale"
+    severity = Severity.ERROR
+
+
+@register
+class Float16AutocastWithoutScaler(Rule):
+    """## What it does
+    Flags a training step under float16 autocast (an explicit `dtype=torch.float16`, or the
+    CUDA default) in a file that never creates a `GradScaler`.
+
+    ## Why is this bad?
+    float16 gradients smaller than about 6e-5 flush to zero. Without loss scaling, updates
+    are silently lost: no error, no NaN, the loss just stops improving. bfloat16 has the
+    range of float32 and needs no scaler.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda"):
+        loss = criterion(model(x), y)
+    loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda"):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    ```
+    or `torch.autocast("cuda", dtype=torch.bfloat16)` without a scaler.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Automatic Mixed Precision examples](https://pytorch.org/docs/stable/notes/amp_examples.html)
+    """
+
+    code = "TP312"
+    name = "float16-autocast-without-scaler"
+    severity = Severity.WARNING
+
+
+@register
+class HalfInputToFloatLayer(Rule):
+    """## What it does
+    Flags a float16 or bfloat16 tensor passed to a float32 layer (one never cast with
+    `.half()`/`.to(dtype)`) outside autocast, in a file that uses no autocast.
+
+    ## Why is this bad?
+    Outside autocast, a layer computes in the dtype of its weights: `Linear` and `Conv` stop
+    with "mat1 and mat2 must have the same dtype" or "Input type (Half) and bias type (float)
+    should be the same". Casting inputs alone is not mixed precision.
+
+    ## Example
+    ```python
+    out = model(x.half())
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        out = model(x)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP313"
+    name = "half-input-to-float-layer"
+    severity = Severity.ERROR
+
+
+@register
+class ScaledLossDiscarded(Rule):
+    """## What it does
+    Flags `scaler.scale(loss)` used as a statement, its result thrown away.
+
+    ## Why is this bad?
+    `scale` returns a new, scaled tensor; it does not scale `loss` in place. The following
+    `loss.backward()` then produces unscaled float16 gradients, which underflow, while
+    `scaler.step` divides them by the scale again.
+
+    ## Example
+    ```python
+    scaler.scale(loss)
+    loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    scaler.scale(loss).backward()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP314"
+    name = "scaled-loss-discarded"
+    severity = Severity.ERROR

@@ -1,0 +1,29 @@
+# source: https://github.com/yuhuixu1993/PC-DARTS/issues/57
+# area: device placement
+# bug: blocks kept in a Python list are invisible to .to(device) and to the optimizer
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Stack(nn.Module):
+    def __init__(self, depth=3, width=8):
+        super().__init__()
+        self.blocks = [nn.Linear(width, width) for _ in range(depth)]  # expect[blocks]: TP106
+        self.head = nn.Linear(width, 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))  # expect[blocks]: TP150
+        return self.head(x)
+
+
+model = Stack().to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for _ in range(3):
+    x = torch.randn(4, 8, device=device)
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()

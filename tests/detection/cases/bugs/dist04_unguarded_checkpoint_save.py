@@ -1,0 +1,30 @@
+# source: https://github.com/pytorch/examples/issues/969
+# area: porting & distributed
+# bug: every rank writes the same checkpoint file at the end of each epoch
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    workdir = tempfile.mkdtemp()
+    dist.init_process_group(
+        "gloo", init_method=f"file://{workdir}/store", rank=0, world_size=1
+    )
+    model = DDP(nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        loss = model(torch.randn(6, 4)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        torch.save(model.module.state_dict(), os.path.join(workdir, "last.pt"))  # expect: TP405
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+# twin of: bugs/dev12_labels_not_moved.py
+# area: device placement
+# correct: inputs and labels are both moved
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def main():
+    data = TensorDataset(torch.randn(48, 6), torch.randint(0, 2, (48,)))
+    loader = DataLoader(data, batch_size=12, pin_memory=torch.cuda.is_available())
+    model = nn.Linear(6, 2).to(device)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+        y = y.to(device, non_blocking=True)
+        logits = model(x)
+        loss = criterion(logits, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+import math
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def train(dataset):
+    loader = DataLoader(dataset, pin_memory=True)
+    model = nn.Linear(4, 3).to(device)
+    weight = torch.tensor([1.0, 2.0, 3.0], device=device)
+    criterion = nn.CrossEntropyLoss(weight=weight)
+    smooth = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 3.0])).to(device)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        logits = model(x)
+        loss = criterion(logits, y) + smooth(logits, y)
+        # 0-dim CPU tensors may meet device tensors (no copy, no sync)
+        scaled = logits / torch.tensor(math.sqrt(4.0)) + torch.ones(4).sum()
+        mask = torch.rand(4, 3, device=device) < 0.1
+        masked = logits.masked_fill(mask, 0.0)
+        padded = torch.cat([logits, torch.zeros(4, 2, device=logits.device)], dim=1)
+        index = logits[torch.arange(4)]  # indexing with CPU indices is allowed
+
+
+def moved_by_helper():
+    model = nn.Sequential(nn.Linear(4, 2))
+    place(model)
+    return model(torch.randn(8, 4, device=device))
+
+
+def wrapped(model):
+    ddp = DDP(nn.Linear(4, 2).to(device))
+    return ddp(torch.randn(8, 4, device=device))
+
+
+def place(model):
+    model.to(device)
+
+
+def collated(dataset):
+    loader = DataLoader(dataset, collate_fn=lambda b: [t.to(device) for t in b])
+    model = nn.Linear(4, 3).to(device)
+    criterion = nn.CrossEntropyLoss()
+    for x, y in loader:
+        loss = criterion(model(x), y)  # the collate_fn moved them

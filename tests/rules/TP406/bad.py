@@ -1,0 +1,12 @@
+import torch
+import torch.distributed as dist
+
+
+def evaluate(correct, total):
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    dist.init_process_group(backend)
+    stats = torch.tensor([correct, total], dtype=torch.float32)
+    dist.all_reduce(stats)
+    flags = torch.zeros(2)
+    dist.broadcast(flags, src=0)
+    return stats
