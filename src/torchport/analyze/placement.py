@@ -244,9 +244,16 @@ class Placement:
         if not self.roles_of(meet.func) & {Role.SCRIPT, Role.MODEL}:
             return  # a module's __init__ and a dataset run on the host, before anything moves
         devices = [(e, v) for e, v in meet.operands if self._certain_device(v)]
+        if meet.index:
+            # `x[i]`: a host index into a device tensor is allowed; a device index is not
+            # allowed into a host tensor, which is the one to move
+            devices = [(e, v) for e, v in devices if e is not meet.operands[0][0]]
+            operands = meet.operands[:1]
+        else:
+            operands = meet.operands
         if not devices:
             return
-        for expr, val in meet.operands:
+        for expr, val in operands:
             if val.scalar or val.kind is Kind.MODULE:
                 continue
             if meet.module and val.kind is Kind.UNKNOWN and not val.origins:
@@ -266,10 +273,13 @@ class Placement:
         return self.mode is Mode.PORT and not self.aware
 
     def _certain_device(self, val: Val) -> bool:
+        """On the device wherever the program runs on one. A value made from both a device and
+        a host tensor counts: the op that made it needed them on one device (and is reported
+        where it failed), so on a GPU it is on the GPU."""
         if self._porting:
             return self.on_device(val)
         places = self.places(val)
-        return places == {Place.DEVICE}
+        return Place.DEVICE in places and Place.ANY not in places
 
     def _all_host(self, val: Val) -> bool:
         return bool(val.origins) and all(self.place(o) is Place.HOST for o in val.origins)
@@ -501,7 +511,7 @@ def analyse(
     module names when the program is part of a larger set; ``force``: (path, line, call)
     creation sites to put on the device whatever the analysis finds)."""
     program = Program(contexts, all_paths)
-    interp = Interp(program)
+    interp = Interp(program, all_leftovers=mode is Mode.PORT)
     interp.run()
     placement = Placement(program, interp, mode, aware=is_aware(interp), forced=set(force))
     placement.solve()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from torchport.analyze import kinds as K
 from torchport.analyze.context import FileContext, Func, walk_local
@@ -13,6 +14,9 @@ from torchport.analyze.hot import forward_nodes, hot_nodes
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Finding, Location
 from torchport.rules import Rule
+
+if TYPE_CHECKING:
+    from torchport.analyze.placement import Placement
 
 
 class Analysis(FileContext):
@@ -88,6 +92,19 @@ class Analysis(FileContext):
                     continue
             out.append((call, self.info(func.value)))
         return out
+
+    @cached_property
+    def placement(self) -> Placement | None:
+        """Where every tensor of this file lives, followed across its functions (see
+        :mod:`torchport.analyze.placement`); None where nothing is placed on a device."""
+        if not self.uses_accelerator:
+            return None
+        from torchport.analyze.placement import Mode, analyse
+
+        try:
+            return analyse([self], Mode.CHECK)
+        except RecursionError:
+            return None  # nested beyond what the interpreter follows: the other rules still run
 
     @cached_property
     def uses_accelerator(self) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.flow.values import Origin
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import device as R
@@ -64,6 +65,50 @@ class _Operand:
 def tensors_on_different_devices(a: Analysis) -> Iterator[Finding]:
     if not a.uses_accelerator:
         return
+    reported: set[int] = set()
+    for finding, node in _local(a):
+        reported.add(id(node))
+        yield finding
+    yield from _followed(a, reported)
+
+
+def _followed(a: Analysis, reported: set[int]) -> Iterator[Finding]:
+    """The meetings the placement analysis finds by following values across functions: a
+    CPU tensor made in a helper, a method or at module level that reaches an op with one on
+    the device (each reported once, where they meet, naming where the CPU one was made)."""
+    placement = a.placement
+    if placement is None:
+        return
+    for conflict in placement.conflicts:
+        node = conflict.meet.node
+        if id(node) in reported or conflict.meet.unit.ctx is not a:
+            continue
+        origins = [o for o in conflict.host if not _reported_where_made(a, o)]
+        if not origins:
+            continue
+        reported.add(id(node))
+        made = "; ".join(sorted({o.label for o in origins}))
+        host, device = a.name(conflict.expr), a.name(conflict.device[0])
+        yield R.TensorsOnDifferentDevices.finding(
+            f"`{host}` is on the CPU (made by {made}) while `{device}` is on the device: "
+            f"{conflict.meet.what} needs both on one device; create it with `device=` where it "
+            "is made, or move it there",
+            a.loc(node),
+            Fix("create the CPU operand on the device (`device=...`) where it is made"),
+        )
+
+
+def _reported_where_made(a: Analysis, origin: Origin) -> bool:
+    """Made as a plain tensor attribute in a module's ``__init__`` (TP105) or by a factory in
+    ``forward`` or its same-class helpers (TP103): reported there, where the fix goes."""
+    func = origin.func
+    if func is None or func.cls is None or not func.cls.is_module:
+        return False
+    return func.name == "__init__" or origin.node in a.forward
+
+
+def _local(a: Analysis) -> Iterator[tuple[Finding, ast.AST]]:
+    """The meetings evident within one function (an operand's value read at its own line)."""
     for node, op, operands in _candidates(a):
         host = [o for o in operands if o.device == "cpu"]
         moved = [o for o in operands if o.device == "accel"]
@@ -80,11 +125,12 @@ def tensors_on_different_devices(a: Analysis) -> Iterator[Finding]:
                 f"{cpu.what} is on the CPU while {accel.what} was moved to the device: "
                 f"`{op}` needs both on one device; create it with `device=` or move it first"
             )
-        yield R.TensorsOnDifferentDevices.finding(
+        finding = R.TensorsOnDifferentDevices.finding(
             message,
             a.loc(node),
             Fix("create the CPU operand on the device (`device=...`) or `.to(device)` it"),
         )
+        yield finding, node
 
 
 def _candidates(a: Analysis) -> Iterator[tuple[ast.AST, str, list[_Operand]]]:

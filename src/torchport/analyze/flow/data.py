@@ -128,9 +128,11 @@ def collate(item: Val, pending: Origin, depth: int = 4) -> Val:
 
 
 def _reoriginate(value: Val, pending: Origin, depth: int = 4) -> Val:
-    """What a collate function made: its tensors are the loader's batch."""
+    """What a collate function made: its tensors are the loader's batch (where it moved them
+    to the device itself, they stay moved)."""
     if value.tensorish:
-        return replace(value, origins=frozenset([pending]), _key=None)
+        moved = frozenset(o for o in value.origins if o.kind is OKind.MOVE)
+        return replace(value, origins=moved or frozenset([pending]), _key=None)
     if value.kind is Kind.SEQ and depth > 0:
         parts = (
             tuple(_reoriginate(p, pending, depth - 1) for p in value.parts)

@@ -24,6 +24,9 @@ class Meet:
     operands: list[tuple[ast.expr, Val]]
     what: str  # "`==`", "`model(...)`", "torch.cat"
     module: bool = False  # the first operand is a module whose weights the others meet
+    # indexing: a CPU index into a device tensor is allowed; only the indexed tensor must be
+    # where a device index is
+    index: bool = False
 
 
 @dataclass

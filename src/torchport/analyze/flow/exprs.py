@@ -228,7 +228,7 @@ def _subscript(ip: Interp, fr: Frame, expr: ast.Subscript) -> Val:
     key = expr.slice
     if base.kind is Kind.TENSOR:
         if index.tensorish and not index.scalar:
-            ip.meet(fr, expr, [(expr.value, base), (expr.slice, index)], "indexing")
+            ip.meet(fr, expr, [(expr.value, base), (expr.slice, index)], "indexing", index=True)
         return tensor(base.origins, dtype=base.dtype)
     if base.kind is Kind.SEQ:
         if isinstance(key, ast.Constant):

@@ -60,11 +60,23 @@ class Frame:
         return self.unit.globals.get(name)
 
 
+DEVICE_WORDS = ("device", ".to(", ".cuda(")
+
+
+def _places_something(func: FuncInfo) -> bool:
+    node = func.node
+    lines = func.unit.ctx.lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
+    return any(word in line for line in lines for word in DEVICE_WORDS)
+
+
 class Interp:
     """Interprets a :class:`Program`; :meth:`run` fills :attr:`events`."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, *, all_leftovers: bool = True) -> None:
         self.program = program
+        # False (for `check`): a function nobody calls is interpreted only when its own text
+        # places something on a device; elsewhere its unknown arguments can show no conflict.
+        self.all_leftovers = all_leftovers
         self.events = Events()
         self._origins: dict[tuple[int, OKind, str | None], Origin] = {}
         self._nested_funcs: dict[int, FuncInfo] = {}
@@ -154,6 +166,8 @@ class Interp:
     def analyse_unbound(self, func: FuncInfo) -> None:
         from torchport.analyze.flow.guesses import param_guess
 
+        if not self.all_leftovers and not _places_something(func):
+            return
         if func.cls is not None and func.is_method and func.params:
             func.param_vals.setdefault(func.params[0].arg, self.self_val(func.cls))
         for arg in func.params:
@@ -343,6 +357,7 @@ class Interp:
         what: str,
         *,
         module: bool = False,
+        index: bool = False,
     ) -> None:
         # A module's input of unknown kind is kept: the port moves it all the same.
         tensors = [
@@ -351,7 +366,7 @@ class Interp:
             if v.tensorish or v.kind is Kind.MODULE or (module and v.kind is Kind.UNKNOWN)
         ]
         if len(tensors) >= 2:
-            self.events.meets[id(node)] = Meet(node, fr.unit, fr.func, tensors, what, module)
+            self.events.meets[id(node)] = Meet(node, fr.unit, fr.func, tensors, what, module, index)
 
     def sink(self, fr: Frame, expr: ast.expr, val: Val, how: str, what: str) -> None:
         if val.tensorish or val.kind is Kind.SEQ or how in ("numpy", "lengths"):

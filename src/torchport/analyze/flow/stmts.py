@@ -331,7 +331,8 @@ def _store_item(ip: Interp, fr: Frame, target: ast.Subscript, value: Val, stmt: 
             stored = getattr(stmt, "value", target)
             ip.meet(fr, stmt, [(target.value, base), (stored, value)], "an item assignment")
         if index.tensorish and not index.scalar:
-            ip.meet(fr, target, [(target.value, base), (target.slice, index)], "indexing")
+            indexing = [(target.value, base), (target.slice, index)]
+            ip.meet(fr, target, indexing, "indexing", index=True)
         return
     if base.kind is Kind.UNKNOWN and base.origins and isinstance(target.value, ast.Name):
         # `batch[key] = batch[key].to(device)`: the container now holds what was stored
