@@ -99,6 +99,8 @@ def _wrap_step(
 ) -> list[Edit]:
     backward = next((i for i, s in enumerate(body) if ".backward(" in ctx.text(s)), None)
     first = next((i for i, s in enumerate(body) if id(s) in modules), None)
+    if backward is not None and first == backward:
+        return _split_backward(ctx, body[backward], header)
     if backward is None or first is None or first >= backward:
         return []
     step = body[first:backward]
@@ -117,6 +119,39 @@ def _wrap_step(
         if ctx.lines[line - 1].strip()
     ]
     return edits
+
+
+def _split_backward(ctx: FileContext, stmt: ast.stmt, header: str) -> list[Edit]:
+    """``loss_fn(model(x), y).backward()`` in one statement: the loss is computed under
+    autocast into a name of its own, and ``backward()`` runs outside, as it must."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "backward"
+        and not call.args
+        and not call.keywords
+    ):
+        return []
+    prefix = ctx.lines[stmt.lineno - 1][: ctx.start(stmt)[1]]
+    if prefix.strip() or any(_multiline_string(n) for n in ast.walk(stmt)):
+        return []
+    name = _free_name(ctx, stmt, "loss")
+    computed = ctx.text(call.func.value)
+    text = f"{header}\n{prefix}    {name} = {computed}\n{prefix}{name}.backward()"
+    return [replace_node(ctx, stmt, text)]
+
+
+def _free_name(ctx: FileContext, stmt: ast.stmt, wanted: str) -> str:
+    """``wanted``, or ``wanted_2``... where the function around ``stmt`` does not use it."""
+    scope: ast.AST = ctx.function_of(stmt) or ctx.tree
+    taken = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    if wanted not in taken:
+        return wanted
+    number = 2
+    while f"{wanted}_{number}" in taken:
+        number += 1
+    return f"{wanted}_{number}"
 
 
 def _multiline_string(node: ast.AST) -> bool:
