@@ -17,7 +17,10 @@ from typing import Any, ClassVar
 
 import torch
 
+from torchport.runtime import simhost
+
 _CPU = torch.device("cpu")
+simhost.own_file(__file__)
 _make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
@@ -143,6 +146,8 @@ class SimTensor(torch.Tensor):
         plain_kwargs = (
             {k: _unwrap(v, k, wrappers, seen) for k, v in kwargs.items()} if kwargs else {}
         )
+        if func in simhost.HOST_ARGUMENTS:
+            seen = _without_host_argument(func, args, kwargs or {}, seen)
         device = _common_device(func, seen)
         target = plain_kwargs.get("device")
         # A CPU ``device`` here comes from C++ (``grad.options()`` in a backward formula), where
@@ -160,7 +165,21 @@ class SimTensor(torch.Tensor):
         if type(out) is torch.Tensor:
             existing = wrappers.get(id(out))
             return SimTensor(out, device) if existing is None else existing
+        host = simhost.HOST_OUTPUTS.get(func)
+        if host is not None:
+            return tuple(v if i in host else _wrap(v, device, wrappers) for i, v in enumerate(out))
         return _wrap(out, device, wrappers)
+
+
+def _without_host_argument(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], seen: Seen
+) -> Seen:
+    """``seen`` less the host argument of ``func`` (see simhost); its device's error if any."""
+    message = simhost.host_argument_error(func, args, kwargs)
+    if message is not None:
+        raise device_error(message)
+    name = simhost.HOST_ARGUMENTS[func]
+    return [s for s in seen if not (s[1].type == "cpu" and _argument_name(func, s[0]) == name)]
 
 
 _SLOW = object()
@@ -186,7 +205,7 @@ def _fast_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | No
             isinstance(arg, (list, tuple)) and arg and isinstance(arg[0], torch.Tensor | None)
         ):
             return _SLOW
-    if device is None or (kwargs and not _plain_kwargs(kwargs)):
+    if device is None or (kwargs and not _plain_kwargs(kwargs)) or func in simhost.HOST_ARGUMENTS:
         return _SLOW
     out = func(*plain_args, **kwargs) if kwargs else func(*plain_args)
     if _mutates_view(func):
@@ -254,13 +273,21 @@ def _common_device(func: Any, seen: Seen) -> torch.device | None:
         if common is None:
             common = device
         elif device != common:
-            if _issued_by_autograd_engine():
+            if _made_on_the_host_by_torch(seen):
                 return next(d for _, d, _ in seen if d.type != "cpu")
             raise device_error(mismatch_message(func, common, _argument_name(func, where), device))
     if common is None or common.type == "cpu":
         sims = [d for _, d, _ in seen if d.type != "cpu"]
         return sims[0] if sims else None
     return common
+
+
+def _made_on_the_host_by_torch(seen: Seen) -> bool:
+    """Whether the host tensors met are torch's own, made where a GPU makes them on the device:
+    by the autograd engine in backward, or inside a composite op the user called (simhost)."""
+    if len({device for _, device, _ in seen if device.type != "cpu"}) != 1:
+        return False  # two simulated devices: a mismatch on any machine
+    return _issued_by_autograd_engine() or simhost.made_inside_the_call()
 
 
 _ENGINE_ENTRIES = {"_engine_run_backward", "backward", "grad"}
@@ -276,7 +303,7 @@ def _issued_by_autograd_engine() -> bool:
     still raises: those have their own Python frame.
     """
     try:
-        frame = sys._getframe(3)  # past this function, _common_device and __torch_dispatch__
+        frame = sys._getframe(4)  # past this function, its caller, _common_device, dispatch
     except ValueError:  # no Python caller at all: not the engine's backward either
         return False
     code = frame.f_code
@@ -392,6 +419,16 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
         result: torch.Tensor = _ToHost.apply(tensor)  # type: ignore[no-untyped-call]
         return result
     return tensor._inner.detach().clone()
+
+
+def onto(value: Any, device: torch.device, keep: frozenset[int] = frozenset()) -> Any:
+    """``value``'s plain tensors (a tuple's, but those at ``keep``) moved to ``device``."""
+    if type(value) is torch.Tensor:
+        return to_simulated(value, device)
+    if isinstance(value, (list, tuple)):
+        items = [v if i in keep else onto(v, device) for i, v in enumerate(value)]
+        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    return value
 
 
 def wrap_new(tensor: torch.Tensor, device: torch.device) -> SimTensor:

@@ -1,0 +1,124 @@
+"""Differences from a real GPU that ported corpus programs met under --simulate cuda.
+
+Each ran on the CPU and runs on a CUDA GPU; the simulation must run it too, with the CPU's
+exact numbers, and still fail where a GPU fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from torchport.runtime import watch
+from torchport.runtime.simtensor import SimTensor
+
+CUDA0 = torch.device("cuda:0")
+
+
+def _host_scalar_ops(device: str) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+    # Each makes a tensor from a Python number inside C++ (quantile: at::scalar_tensor(q,
+    # self.options()), expanded and masked) or takes a 0-dim CPU tensor, which every backend
+    # accepts as a scalar (TensorIterator's is_cpu_scalar).
+    return {
+        "quantile": lambda x: torch.quantile(x, 0.02, dim=0),
+        "quantile-all": lambda x: torch.quantile(x, 0.5),
+        "nanquantile": lambda x: torch.nanquantile(x, 0.5, dim=1, keepdim=True),
+        "quantile-tensor-q": lambda x: torch.quantile(x, torch.tensor([0.1, 0.9], device=device)),
+        "lerp": lambda x: torch.lerp(x, x * 2, 0.3),
+        "where": lambda x: torch.where(x > 0, x, 0.0),
+        "clamp-0dim-cpu": lambda x: torch.clamp(x, torch.tensor(-0.5), torch.tensor(0.5)),
+        "masked-fill-0dim-cpu": lambda x: x.masked_fill(x > 0, torch.tensor(1.0)),
+        "cdist": lambda x: torch.cdist(x, x[:3]),
+        "median": lambda x: x.median(dim=0).values,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_host_scalar_ops("cpu")))
+def test_composite_ops_that_make_host_scalars_run_on_the_simulated_gpu(name: str) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(10, 3)
+    expected = _host_scalar_ops("cpu")[name](x)
+    with watch("cuda") as w:
+        got = _host_scalar_ops("cuda")[name](x.cuda())
+        device, host = got.device, got.cpu()
+    assert device == CUDA0
+    assert torch.equal(host, expected)
+    assert w.failure is None and w.findings == []
+
+
+def test_a_composite_op_given_a_cpu_tensor_still_fails_as_on_a_gpu() -> None:
+    # linear is a composite op too (addmm or matmul inside): the CPU weight is the user's.
+    with watch("cuda"):
+        x = torch.randn(4, 3, device="cuda")
+        with pytest.raises(RuntimeError, match="same device"):
+            nn.functional.linear(x, torch.randn(2, 3))
+        with pytest.raises(RuntimeError, match="same device"):
+            torch.quantile(x, torch.tensor([0.1, 0.9]), dim=0)
+
+
+def _packed_gru(
+    x: torch.Tensor, lengths: torch.Tensor, gru: nn.GRU
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, hidden = gru(packed)
+    padded, out_lengths = pad_packed_sequence(out, batch_first=True)
+    (padded.sum() + hidden.sum()).backward()
+    assert gru.weight_hh_l0.grad is not None
+    return padded, out_lengths, gru.weight_hh_l0.grad
+
+
+def test_pack_padded_sequence_takes_cpu_lengths_with_device_data_as_cuda_requires() -> None:
+    torch.manual_seed(0)
+    x, lengths = torch.randn(3, 5, 2), torch.tensor([5, 2, 3])
+    gru = nn.GRU(2, 4, batch_first=True)
+    expected = [t.clone() for t in _packed_gru(x, lengths, gru)]
+    gru.zero_grad()
+    with watch("cuda") as w:
+        gru.to("cuda")
+        packed = pack_padded_sequence(x.cuda(), lengths, batch_first=True, enforce_sorted=False)
+        padded, out_lengths, grad = _packed_gru(x.cuda(), lengths, gru)
+        host = [padded.cpu(), out_lengths, grad.cpu()]
+    # ATen keeps batch_sizes (made from the lengths' options) and the returned lengths on the CPU.
+    assert packed.data.device == CUDA0 and type(packed.batch_sizes) is torch.Tensor
+    assert padded.device == grad.device == CUDA0 and type(out_lengths) is torch.Tensor
+    assert all(torch.equal(a, b) for a, b in zip(host, expected, strict=True))
+    assert w.failure is None and w.findings == []
+
+
+def test_pack_padded_sequence_refuses_device_lengths_with_cudas_message() -> None:
+    with watch("cuda"):
+        x = torch.randn(3, 5, 2, device="cuda")
+        with pytest.raises(RuntimeError) as info:
+            pack_padded_sequence(x, torch.tensor([5, 2, 3], device="cuda"), batch_first=True)
+    assert str(info.value).startswith(
+        "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor"
+    )
+
+
+def test_device_scalars_in_a_list_are_read_by_torch_tensor_as_on_a_gpu() -> None:
+    returns = torch.arange(4.0)
+    with watch("cuda") as w:
+        on_device = returns.cuda()
+        items = list(on_device)  # 0-dim device tensors, as when iterating over returns
+        made = torch.tensor([items[1]], device="cuda")
+        listed = torch.tensor(items)
+        nested = torch.as_tensor([[items[2], items[3]]], device="cuda")
+        newly = on_device.new_tensor([7.0, 8.0])
+        values = (float(items[3]), items[2].tolist(), items[1].item())
+        host = [made.cpu().tolist(), nested.cpu().tolist(), newly.cpu().tolist()]
+    assert made.device == nested.device == newly.device == CUDA0
+    assert type(listed) is torch.Tensor and listed.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert host == [[1.0], [[2.0, 3.0]], [7.0, 8.0]] and values == (3.0, 2.0, 1.0)
+    assert isinstance(made, SimTensor) and w.failure is None
+
+
+def test_reading_device_tensors_listed_as_data_counts_as_a_sync() -> None:
+    with watch("cuda") as w:
+        items = list(torch.arange(3.0, device="cuda"))
+        torch.tensor(items)
+    calls = [row["call"] for row in w.report().facts["syncs"]]
+    assert calls == ["torch.tensor([device tensors])"]
