@@ -6,6 +6,7 @@ exact numbers, and still fail where a GPU fails.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 import pytest
@@ -122,3 +123,35 @@ def test_reading_device_tensors_listed_as_data_counts_as_a_sync() -> None:
         torch.tensor(items)
     calls = [row["call"] for row in w.report().facts["syncs"]]
     assert calls == ["torch.tensor([device tensors])"]
+
+
+def _rendered(report: object) -> list[str]:
+    from torchport.report import terminal
+
+    stream = io.StringIO()
+    terminal.render(report, stream)  # type: ignore[arg-type]
+    return stream.getvalue().splitlines()
+
+
+def test_the_text_report_of_a_failed_run_says_nothing_was_recorded_before_the_failure() -> None:
+    with pytest.raises(ZeroDivisionError), watch("cuda") as w:
+        torch.ones(2, device="cuda").sum()
+        1 / 0  # noqa: B018 - the program's own failure
+    lines = _rendered(w.report())
+    assert "No findings." not in lines
+    assert lines[-2] == "No finding was recorded before the failure."
+    assert lines[-1].startswith("The run failed at ") and "ZeroDivisionError" in lines[-1]
+
+
+def test_the_text_report_of_an_interrupted_run_says_so() -> None:
+    with pytest.raises(KeyboardInterrupt), watch() as w:
+        raise KeyboardInterrupt
+    lines = _rendered(w.report())
+    assert lines[-2] == "No finding was recorded before the run was interrupted."
+    assert lines[-1].startswith("The run was interrupted")
+
+
+def test_the_text_report_of_a_clean_run_without_findings_says_no_findings() -> None:
+    with watch() as w:
+        torch.ones(2).sum()
+    assert _rendered(w.report())[-1] == "No findings."
