@@ -155,3 +155,102 @@ def test_the_text_report_of_a_clean_run_without_findings_says_no_findings() -> N
     with watch() as w:
         torch.ones(2).sum()
     assert _rendered(w.report())[-1] == "No findings."
+
+
+class _SelfTraining(nn.Linear):
+    """forward_forward_layers.py's layer: it makes its optimizer in __init__, before .to()."""
+
+    def __init__(self) -> None:
+        super().__init__(3, 2)
+        self.opt = torch.optim.Adam(self.parameters(), lr=0.1)
+
+    def train_steps(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(3):
+            self.opt.zero_grad()
+            self(x).pow(2).mean().backward()
+            self.opt.step()
+        return self.weight.detach()
+
+
+def test_an_optimizer_made_before_the_move_still_trains_the_moved_model() -> None:
+    # On a GPU, Module.to sets the new data into the same Parameter objects (param.data = ...,
+    # torch.nn.Module._apply), so the optimizer made earlier still holds the model's weights.
+    torch.manual_seed(0)
+    x = torch.randn(4, 3)
+    reference = _SelfTraining()
+    start = {name: value.clone() for name, value in reference.state_dict().items()}
+    expected = reference.train_steps(x)
+    with watch("cuda") as w:
+        layer = _SelfTraining()
+        layer.load_state_dict(start)
+        before = layer.weight
+        layer.to("cuda")
+        trained = layer.train_steps(x.cuda()).cpu()
+        same = layer.weight is before and layer.weight.device == CUDA0
+    assert same and torch.equal(trained, expected)
+    assert w.failure is None
+
+
+def test_a_parameter_that_cannot_be_swapped_is_still_moved() -> None:
+    import weakref
+
+    with watch("cuda"):
+        layer = nn.Linear(3, 2)
+        watcher = weakref.ref(layer.weight)  # swap_tensors refuses a tensor with weak references
+        layer.to("cuda")
+        out = layer(torch.ones(1, 3, device="cuda"))
+    assert layer.weight.device == out.device == CUDA0
+    del watcher
+
+
+def test_dataparallel_fed_cpu_batches_is_no_cpu_compute() -> None:
+    # DataParallel scatters a CPU batch to the GPUs in C++ (comm.scatter); only its metadata
+    # queries (is_complex) are torch calls on the CPU, and those compute nothing.
+    with watch("cuda") as w:
+        model = nn.DataParallel(nn.Sequential(nn.Linear(10, 24), nn.ReLU(), nn.Linear(24, 1)))
+        model.to("cuda")
+        for _ in range(40):
+            model(torch.randn(32, 10)).sum().backward()
+    assert w.report().facts["ops_in_forward_by_device"].get("cpu", 0) == 0
+    assert [f.code for f in w.findings] == []
+
+
+class _GraphLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        return out.index_add(0, edge_index[1], (x @ self.weight)[edge_index[0]])
+
+
+@pytest.mark.parametrize("simulate", [None, "cuda"])
+def test_integer_indices_beside_the_features_of_a_users_layer_are_no_finding(
+    simulate: str | None,
+) -> None:
+    device = "cuda" if simulate else "cpu"
+    with watch(simulate) as w:
+        layer = _GraphLayer().to(device)
+        edges = torch.tensor([[0, 1, 2], [1, 2, 3]], device=device)
+        layer(torch.randn(5, 4, device=device), edges)
+    assert [f.code for f in w.findings] == []
+
+
+def test_an_integer_input_to_a_torch_layer_is_still_reported() -> None:
+    with watch() as w, pytest.raises(RuntimeError):
+        nn.Linear(4, 2)(torch.randint(0, 9, (3, 4)))
+    assert [f.code for f in w.findings] == ["TP303"]
+
+
+def test_autocast_on_the_simulated_gpu_defaults_to_float16_as_cuda_does() -> None:
+    # torch.get_autocast_dtype("cuda") is float16; CPU autocast's own default is bfloat16.
+    with watch("cuda"):
+        a = torch.randn(3, 3, device="cuda")
+        with torch.autocast("cuda"):
+            modern = (a @ a).dtype
+        with torch.autocast(device_type="cuda", enabled=True):
+            keyword = (a @ a).dtype
+        with torch.autocast("cuda", torch.bfloat16):
+            chosen = (a @ a).dtype
+    assert modern == keyword == torch.float16 and chosen == torch.bfloat16

@@ -54,6 +54,13 @@ _PROMOTING = {
     T.__radd__, T.__rsub__, T.__rmul__, T.__truediv__, T.__rtruediv__,
 }  # fmt: skip
 _FLOATS = {torch.float32, torch.float64}
+# Questions about a tensor's metadata: no compute on any device, so no op of the model's
+# (DataParallel asks is_complex() of each CPU batch it scatters to the GPUs).
+_METADATA = {
+    T.size, T.stride, T.dim, T.ndimension, T.numel, T.nelement, T.element_size,
+    T.is_complex, T.is_floating_point, T.is_contiguous, T.storage_offset, T.get_device,
+    T.data_ptr, T.is_signed, torch.numel, torch.is_complex, torch.is_floating_point,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ class Observer(TorchFunctionMode):
     def _classify(self, func: Any) -> Handler:
         name = getattr(func, "__name__", "")
         handler: Handler
-        if name in ("__get__", "__set__"):
+        if name in ("__get__", "__set__") or func in _METADATA:
             handler = _passthrough
         elif func in _FACTORIES:
             handler = self._factory
