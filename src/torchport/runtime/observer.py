@@ -21,7 +21,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
-from torchport.runtime import simhost, simtensor, transfers
+from torchport.runtime import simdevices, simhost, simtensor, transfers
 from torchport.runtime.causes import library_cause
 from torchport.runtime.explain import Explainer, add_line
 from torchport.runtime.failure import StrictFindingError
@@ -264,7 +264,7 @@ class Observer(TorchFunctionMode):
             if target is not None:
                 if pin_host and func is not torch.tensor:
                     # empty_cuda's check; torch.tensor pins its host staging copy instead.
-                    raise simtensor.device_error("Only dense CPU tensors can be pinned")
+                    raise simdevices.device_error("Only dense CPU tensors can be pinned")
                 kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
@@ -316,7 +316,7 @@ class Observer(TorchFunctionMode):
                 self.on_sync(_SYNC_KINDS[func], tensor)
             if isinstance(tensor, simtensor.SimTensor):
                 if func in (T.numpy, T.__array__):
-                    raise simtensor.device_error(
+                    raise simdevices.device_error(
                         f"can't convert {tensor.device} device type tensor to numpy. Use "
                         "Tensor.cpu() to copy the tensor to host memory first.",
                         TypeError,

@@ -19,9 +19,10 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
+from torchport.runtime.simdevices import device_error
 from torchport.runtime.simload import save_load_patches
 from torchport.runtime.simparallel import comm_patches, process_group_patches
-from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor, device_error
+from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor
 
 _SPEC = re.compile(r"^(cuda|mps)(?::(\d+))?$")
 _MISSING = object()
