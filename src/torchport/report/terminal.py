@@ -79,9 +79,14 @@ def _count(n: int, severity: Severity) -> str:
     return f"{n} {severity.label}{plural}"
 
 
-def _summary(console: Console, findings: list[Finding]) -> None:
+def _summary(console: Console, findings: list[Finding], failed: Any) -> None:
     if not findings:
-        console.print("No findings.")
+        # Over a run that ended early, "No findings" would read as a clean bill of health.
+        if isinstance(failed, dict):
+            end = "the run was interrupted" if failed.get("interrupted") else "the failure"
+            console.print(f"No finding was recorded before {end}.")
+        else:
+            console.print("No findings.")
         return
     counts = Counter(f.severity for f in findings)
     parts = [_count(counts[s], s) for s in sorted(counts, reverse=True)]
@@ -102,6 +107,6 @@ def render(report: Report, stream: TextIO) -> None:
         console.print()
     for f in sorted(report.findings, key=Finding.sort_key):
         _finding(console, f)
-    _summary(console, report.findings)
+    _summary(console, report.findings, report.facts.get("failed"))
     if report.verdict:
         console.print(f"[bold]{escape(report.verdict)}[/]")

@@ -39,6 +39,8 @@ class Failure:
         }
         if self.in_backward:
             out["during"] = "backward"
+        if self.interrupted:
+            out["interrupted"] = True
         return out
 
     def verdict(self) -> str:

@@ -35,18 +35,37 @@ _INDEX_LAYERS = (nn.Embedding, nn.EmbeddingBag)
 
 
 def check_module_inputs(observer: Observer, module: nn.Module, args: tuple[Any, ...]) -> None:
-    """float64 or integer tensors entering a layer with float32 weights (TP302, TP303)."""
-    for value in args:
-        if not isinstance(value, torch.Tensor) or value.dtype == torch.float32:
-            continue
-        wide = value.dtype == torch.float64
-        integer = not value.is_floating_point() and not value.is_complex()
-        if not (wide or integer) or value.dtype == torch.bool:
-            continue
-        weight = next(module.parameters(recurse=False), None)
-        if weight is None or weight.dtype != torch.float32 or isinstance(module, _INDEX_LAYERS):
-            continue
-        _report(observer, module, value, wide)
+    """A float64 or integer input to a float32 layer of torch.nn's (TP302, TP303).
+
+    Only the input a layer computes on is checked: torch.nn's own ``forward`` and its first
+    argument. A module of the user's own may take integer indices beside its features (a graph
+    layer's ``(x, edge_index)``), and torch.nn layers take integer targets and masks in later
+    arguments; an op inside that gets a wrong dtype still fails with its error explained.
+    """
+    value = args[0] if args else None
+    if not isinstance(value, torch.Tensor) or value.dtype == torch.float32:
+        return
+    wide = value.dtype == torch.float64
+    integer = not value.is_floating_point() and not value.is_complex()
+    if not (wide or integer) or value.dtype == torch.bool or not _torch_layer(module):
+        return
+    weight = next(module.parameters(recurse=False), None)
+    if weight is None or weight.dtype != torch.float32 or isinstance(module, _INDEX_LAYERS):
+        return
+    _report(observer, module, value, wide)
+
+
+_TORCH_LAYER: dict[type, bool] = {}
+
+
+def _torch_layer(module: nn.Module) -> bool:
+    """Whether ``module`` runs torch.nn's own forward (not a user's, nor a subclass's)."""
+    kind = type(module)
+    known = _TORCH_LAYER.get(kind)
+    if known is None:
+        owner = getattr(kind.forward, "__module__", None) or ""
+        known = _TORCH_LAYER[kind] = owner.startswith("torch.nn.")
+    return known
 
 
 def _report(observer: Observer, module: nn.Module, value: torch.Tensor, wide: bool) -> None:

@@ -21,7 +21,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
-from torchport.runtime import simtensor, transfers
+from torchport.runtime import simdevices, simhost, simtensor, transfers
 from torchport.runtime.causes import library_cause
 from torchport.runtime.explain import Explainer, add_line
 from torchport.runtime.failure import StrictFindingError
@@ -42,6 +42,7 @@ _FACTORIES = {
     torch.empty_strided, torch.scalar_tensor, torch.normal,
     T.new_zeros, T.new_ones, T.new_empty, T.new_full, T.new_tensor,
 }  # fmt: skip
+_FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, T.new_tensor}
 _SYNC_KINDS: dict[Any, str] = {
     T.item: ".item()", T.tolist: ".tolist()", T.__bool__: "bool(tensor)",
     T.__int__: "int(tensor)", T.__float__: "float(tensor)", T.__format__: "format(tensor)",
@@ -53,6 +54,13 @@ _PROMOTING = {
     T.__radd__, T.__rsub__, T.__rmul__, T.__truediv__, T.__rtruediv__,
 }  # fmt: skip
 _FLOATS = {torch.float32, torch.float64}
+# Questions about a tensor's metadata: no compute on any device, so no op of the model's
+# (DataParallel asks is_complex() of each CPU batch it scatters to the GPUs).
+_METADATA = {
+    T.size, T.stride, T.dim, T.ndimension, T.numel, T.nelement, T.element_size,
+    T.is_complex, T.is_floating_point, T.is_contiguous, T.storage_offset, T.get_device,
+    T.data_ptr, T.is_signed, torch.numel, torch.is_complex, torch.is_floating_point,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,7 @@ class Observer(TorchFunctionMode):
     def _classify(self, func: Any) -> Handler:
         name = getattr(func, "__name__", "")
         handler: Handler
-        if name in ("__get__", "__set__"):
+        if name in ("__get__", "__set__") or func in _METADATA:
             handler = _passthrough
         elif func in _FACTORIES:
             handler = self._factory
@@ -135,6 +143,8 @@ class Observer(TorchFunctionMode):
             handler = self._promoting
         else:
             handler = self.transfers.handler_for(func) or self._op
+            if handler == self._op and self.sim is not None and simhost.is_composite(func):
+                handler = self._composite
         with contextlib.suppress(TypeError):  # an unhashable callable: classified every time
             self._handlers[func] = handler
         return handler
@@ -159,6 +169,20 @@ class Observer(TorchFunctionMode):
             raise
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             self.internal("counting an op", internal)
+        return out
+
+    def _composite(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A composite op under simulation: host tensors it made inside are on the device.
+
+        C++ makes them from a simulated tensor's options, which name its CPU storage; on a GPU
+        they are on the device (see simhost). Results the user's own host tensors lead to are
+        not touched: the op must have been given device tensors only.
+        """
+        out = self._op(func, args, kwargs)
+        if simhost.has_host_tensor(out):
+            device = simhost.given_device(func, args, kwargs)
+            if device is not None:
+                out = simtensor.onto(out, device, simhost.host_results(func))
         return out
 
     def explain(self, exc: BaseException, func: Any, args: tuple[Any, ...], kwargs: Any) -> None:
@@ -229,6 +253,8 @@ class Observer(TorchFunctionMode):
     # --- factories ---------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         target = None
+        if func in _FROM_DATA:
+            args, kwargs = self._from_data(func, args, kwargs)
         # Pinned host memory needs a CUDA build: simulated, it is plain memory marked pinned.
         pin_host = self.sim is not None and bool(kwargs.get("pin_memory"))
         if pin_host:
@@ -238,7 +264,7 @@ class Observer(TorchFunctionMode):
             if target is not None:
                 if pin_host and func is not torch.tensor:
                     # empty_cuda's check; torch.tensor pins its host staging copy instead.
-                    raise simtensor.device_error("Only dense CPU tensors can be pinned")
+                    raise simdevices.device_error("Only dense CPU tensors can be pinned")
                 kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
@@ -259,6 +285,27 @@ class Observer(TorchFunctionMode):
                     self.record.float64_origins[site] += 1
         return out
 
+    def _from_data(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """torch.tensor's data as the simulated call needs it; device tensors in a list read.
+
+        A GPU reads each device tensor of a list given as data on the host (a sync per call),
+        where the simulated ones are read from their CPU data. ``new_tensor`` makes its tensor
+        on its own tensor's device, which C++ takes from the options: the simulated device.
+        """
+        at = 1 if func is T.new_tensor else 0
+        data = args[at] if len(args) > at else kwargs.get("data")
+        if isinstance(data, (list, tuple)) and _first_leaf_on_device(data):
+            self.on_sync(f"{call_name(func)}([device tensors])")
+        if self.sim is None:
+            return args, kwargs
+        if at == 1 and isinstance(args[0], simtensor.SimTensor) and kwargs.get("device") is None:
+            kwargs = {**kwargs, "device": args[0].device}
+        if isinstance(data, (list, tuple)) or at == 1:
+            args = simtensor.plain(args)
+        return args, kwargs
+
     # --- syncs -------------------------------------------------------------------------------
     def _sync(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         tensor = args[0] if args else None
@@ -269,7 +316,7 @@ class Observer(TorchFunctionMode):
                 self.on_sync(_SYNC_KINDS[func], tensor)
             if isinstance(tensor, simtensor.SimTensor):
                 if func in (T.numpy, T.__array__):
-                    raise simtensor.device_error(
+                    raise simdevices.device_error(
                         f"can't convert {tensor.device} device type tensor to numpy. Use "
                         "Tensor.cpu() to copy the tensor to host memory first.",
                         TypeError,
@@ -339,6 +386,21 @@ class Observer(TorchFunctionMode):
             ),
             site,
         )
+
+
+# Where the user's own call runs, for the simulation's check of host tensors (simhost).
+simhost.HANDLERS.update(
+    f.__code__
+    for f in (Observer._op, Observer._factory, Observer._sync, transfers.TransferHandlers._run)
+)
+
+
+def _first_leaf_on_device(data: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether the first item of (nested) list data is a device tensor; lists are homogeneous."""
+    first: Any = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    return isinstance(first, torch.Tensor) and first.device.type != "cpu"
 
 
 def _passthrough(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

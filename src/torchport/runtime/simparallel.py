@@ -10,8 +10,8 @@ which the simulated tensors (CPU data to C++) satisfy.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -19,6 +19,8 @@ from torchport.runtime.simtensor import plain, to_simulated
 
 if TYPE_CHECKING:
     from torchport.runtime.simulate import Simulation
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _DeviceContext:
@@ -70,6 +72,18 @@ def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     ]
 
 
+def _kernel(function: F) -> F:
+    """A stand-in for a C++ kernel of torch's, which no function mode sees on a GPU: its own
+    torch calls are not the program's (they are neither counted nor reported)."""
+
+    @functools.wraps(function)
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        with torch._C.DisableTorchFunction():
+            return function(*args, **kwargs)
+
+    return kernel  # type: ignore[return-value]
+
+
 def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     """(owner, name, stand-in) for torch.nn.parallel.comm and torch.cuda.device."""
     from torch.nn.parallel import comm
@@ -87,6 +101,7 @@ def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
             return host
         return to_simulated(tensor, target)
 
+    @_kernel
     def scatter(
         tensor: torch.Tensor, devices: Sequence[Any] | None = None,
         chunk_sizes: Sequence[int] | None = None, dim: int = 0, streams: Any = None, **_: Any,
@@ -96,23 +111,27 @@ def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
         parts = torch.split(tensor, sizes, dim) if sizes else tensor.chunk(len(targets), dim)
         return tuple(place(p.contiguous(), d) for p, d in zip(parts, targets, strict=False))
 
+    @_kernel
     def gather(
         tensors: Sequence[torch.Tensor], dim: int = 0, destination: Any = None, **_: Any
     ) -> torch.Tensor:
         host = torch.cat([plain(t) for t in tensors], dim)
         return place(host, destination)
 
+    @_kernel
     def broadcast_coalesced(
         tensors: Sequence[torch.Tensor], devices: Sequence[Any], buffer_size: int = 0
     ) -> list[list[torch.Tensor]]:
         return [[place(t, d) for t in tensors] for d in devices]
 
+    @_kernel
     def reduce_add(inputs: Sequence[torch.Tensor], destination: Any = None) -> torch.Tensor:
         total = plain(inputs[0]).clone()
         for other in inputs[1:]:
             total += plain(other)
         return place(total, destination)
 
+    @_kernel
     def reduce_add_coalesced(
         inputs: Sequence[Sequence[torch.Tensor]], destination: Any = None, buffer_size: int = 0
     ) -> list[torch.Tensor]:

@@ -9,15 +9,17 @@ host and simulated device goes through autograd functions, so gradients come bac
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
 
+from torchport.runtime import simdevices, simhost
+from torchport.runtime.simdevices import Seen
+
 _CPU = torch.device("cpu")
+simhost.own_file(__file__)
 _make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
@@ -26,29 +28,6 @@ SYNC_HOOKS: list[Callable[[str], None]] = []
 # the tensors saved on it, read by torch.save's location tag.
 SAVING: list[bool] = []
 SAVED_DEVICES: dict[int, torch.device] = {}
-_aten = torch.ops.aten
-# Ops whose tensors may sit on different devices; the result lives where ``self`` (or the
-# ``device`` argument) says.
-_CROSS_DEVICE_OK = {_aten.copy_.default, _aten._to_copy.default, _aten.lift_fresh.default}
-# Advanced indexing. Reading (``x[i]``) accepts index tensors on the CPU or on x's device
-# (ATen's check_indices_on_cpu_or_selfdevice); writing (``x[i] = v``, and the backward of a read)
-# moves index tensors of any device to x's (ATen's make_info, "Ensure indices are on the same
-# device as self") and a one-element 0-dim value too; any other value must be on x's device.
-_INDEX_READ = {_aten.index.Tensor, _aten.index.Tensor_out, _aten._unsafe_index.Tensor}
-_INDEX_WRITE = {
-    _aten.index_put.default,
-    _aten.index_put_.default,
-    _aten._index_put_impl_.default,
-    _aten._unsafe_index_put.default,
-}
-
-
-def device_error(message: str, kind: type[Exception] = RuntimeError) -> Exception:
-    """The error a real GPU raises here, marked as the simulation's on purpose (not a bug of
-    torchport's: the tests that run whole programs tell the two apart by this mark)."""
-    error = kind(message)
-    error._torchport_simulated = True  # type: ignore[attr-defined]
-    return error
 
 
 class SimTensor(torch.Tensor):
@@ -143,7 +122,9 @@ class SimTensor(torch.Tensor):
         plain_kwargs = (
             {k: _unwrap(v, k, wrappers, seen) for k, v in kwargs.items()} if kwargs else {}
         )
-        device = _common_device(func, seen)
+        if func in simhost.HOST_ARGUMENTS:
+            seen = simdevices.without_host_argument(func, args, kwargs or {}, seen)
+        device = simdevices.common_device(func, seen)
         target = plain_kwargs.get("device")
         # A CPU ``device`` here comes from C++ (``grad.options()`` in a backward formula), where
         # a SimTensor's options name its real CPU storage: the result stays simulated. The
@@ -160,6 +141,9 @@ class SimTensor(torch.Tensor):
         if type(out) is torch.Tensor:
             existing = wrappers.get(id(out))
             return SimTensor(out, device) if existing is None else existing
+        host = simhost.HOST_OUTPUTS.get(func)
+        if host is not None:
+            return tuple(v if i in host else _wrap(v, device, wrappers) for i, v in enumerate(out))
         return _wrap(out, device, wrappers)
 
 
@@ -186,7 +170,7 @@ def _fast_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | No
             isinstance(arg, (list, tuple)) and arg and isinstance(arg[0], torch.Tensor | None)
         ):
             return _SLOW
-    if device is None or (kwargs and not _plain_kwargs(kwargs)):
+    if device is None or (kwargs and not _plain_kwargs(kwargs)) or func in simhost.HOST_ARGUMENTS:
         return _SLOW
     out = func(*plain_args, **kwargs) if kwargs else func(*plain_args)
     if _mutates_view(func):
@@ -223,9 +207,6 @@ def _mutates_view(func: Any) -> bool:
     return known
 
 
-Seen = list[tuple[int | str, torch.device, bool]]  # (argument, device, is 0-dim)
-
-
 def _unwrap(value: Any, where: int | str, wrappers: dict[int, SimTensor], seen: Seen) -> Any:
     if type(value) is SimTensor:
         inner = value._inner
@@ -238,101 +219,6 @@ def _unwrap(value: Any, where: int | str, wrappers: dict[int, SimTensor], seen: 
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor | None):
         return type(value)(_unwrap(v, where, wrappers, seen) for v in value)
     return value
-
-
-def _common_device(func: Any, seen: Seen) -> torch.device | None:
-    """The simulated device of the op's result (None: a host result), or the error the real
-    backend raises for its mix of devices."""
-    if func in _CROSS_DEVICE_OK:
-        return _simulated(_self_device(seen))
-    if func in _INDEX_READ or func in _INDEX_WRITE:
-        return _simulated(_indexing_device(func, seen))
-    common: torch.device | None = None
-    for where, device, zero_dim in seen:
-        if zero_dim and device.type == "cpu":
-            continue  # a 0-dim CPU tensor is a scalar to every backend
-        if common is None:
-            common = device
-        elif device != common:
-            if _issued_by_autograd_engine():
-                return next(d for _, d, _ in seen if d.type != "cpu")
-            raise device_error(mismatch_message(func, common, _argument_name(func, where), device))
-    if common is None or common.type == "cpu":
-        sims = [d for _, d, _ in seen if d.type != "cpu"]
-        return sims[0] if sims else None
-    return common
-
-
-_ENGINE_ENTRIES = {"_engine_run_backward", "backward", "grad"}
-
-
-def _issued_by_autograd_engine() -> bool:
-    """Whether C++ code running a backward pass issued this op (no Python frame of its own).
-
-    There, a plain CPU tensor mixed with simulated ones was made in C++ from a simulated
-    tensor's options (which name its real CPU storage): a gradient buffer of the autograd
-    engine, a bucket of DDP's reducer. On a GPU it would be on the device, so the op is not a
-    device mismatch. A mismatch in the forward pass, or in a Python ``backward`` of the user's,
-    still raises: those have their own Python frame.
-    """
-    try:
-        frame = sys._getframe(3)  # past this function, _common_device and __torch_dispatch__
-    except ValueError:  # no Python caller at all: not the engine's backward either
-        return False
-    code = frame.f_code
-    return code.co_name in _ENGINE_ENTRIES and code.co_filename.replace(os.sep, "/").endswith(
-        ("torch/autograd/graph.py", "torch/autograd/__init__.py")
-    )
-
-
-def _simulated(device: torch.device | None) -> torch.device | None:
-    return None if device is None or device.type == "cpu" else device
-
-
-def _self_device(seen: Seen) -> torch.device | None:
-    return next((device for where, device, _ in seen if where in (0, "self")), None)
-
-
-def _indexing_device(func: Any, seen: Seen) -> torch.device | None:
-    own = _self_device(seen)
-    if own is None:
-        return None
-    for where, device, zero_dim in seen:
-        name = _argument_name(func, where)
-        if name == "self" or device == own:
-            continue
-        if name == "indices":
-            if func in _INDEX_READ and device.type != "cpu":
-                raise device_error(
-                    "indices should be either on cpu or on the same device as the indexed "
-                    f"tensor ({own})"
-                )
-        elif not (name == "values" and zero_dim):
-            raise device_error(mismatch_message(func, own, name, device))
-    return own
-
-
-def _argument_name(func: Any, where: int | str) -> str:
-    if isinstance(where, str):
-        return where
-    arguments = func._schema.arguments
-    return str(arguments[where].name) if where < len(arguments) else f"argument {where}"
-
-
-def mismatch_message(func: Any, common: torch.device, name: str, other: torch.device) -> str:
-    """The message the real CUDA/MPS kernel raises for an op that mixes devices."""
-    if torch.Tag.pointwise in getattr(func, "tags", ()):
-        return (
-            "Expected all tensors to be on the same device, but found at least two devices, "
-            f"{common} and {other}!"
-        )
-    backend = (common if common.type != "cpu" else other).type.upper()
-    op = func._schema.name.split("::")[-1]
-    return (
-        f"Expected all tensors to be on the same device, but got {name} is on {other}, "
-        f"different from other tensors on {common} "
-        f"(when checking argument in method wrapper_{backend}_{op})"
-    )
 
 
 def _wrap(value: Any, device: torch.device, wrappers: dict[int, SimTensor]) -> Any:
@@ -392,6 +278,16 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
         result: torch.Tensor = _ToHost.apply(tensor)  # type: ignore[no-untyped-call]
         return result
     return tensor._inner.detach().clone()
+
+
+def onto(value: Any, device: torch.device, keep: frozenset[int] = frozenset()) -> Any:
+    """``value``'s plain tensors (a tuple's, but those at ``keep``) moved to ``device``."""
+    if type(value) is torch.Tensor:
+        return to_simulated(value, device)
+    if isinstance(value, (list, tuple)):
+        items = [v if i in keep else onto(v, device) for i, v in enumerate(value)]
+        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    return value
 
 
 def wrap_new(tensor: torch.Tensor, device: torch.device) -> SimTensor:

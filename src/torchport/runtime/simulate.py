@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +19,10 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
+from torchport.runtime.simdevices import device_error
 from torchport.runtime.simload import save_load_patches
 from torchport.runtime.simparallel import comm_patches, process_group_patches
-from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor, device_error
+from torchport.runtime.simtensor import SYNC_HOOKS, SimTensor
 
 _SPEC = re.compile(r"^(cuda|mps)(?::(\d+))?$")
 _MISSING = object()
@@ -139,7 +141,8 @@ class Simulation:
     # --- patches ---------------------------------------------------------------------------
     def install(self) -> None:
         self._future_flag = torch.__future__.get_overwrite_module_params_on_conversion()
-        # Module.to would otherwise copy the data into the old CPU parameter, dropping SimTensor.
+        # Module.to would otherwise copy the data into the old CPU parameter, dropping SimTensor
+        # (where _keep_parameters cannot swap it in place).
         torch.__future__.set_overwrite_module_params_on_conversion(True)
         for owner, name, value in self._patches():
             self._patch(owner, name, value)
@@ -172,6 +175,7 @@ class Simulation:
             patches += [(torch.mps, "synchronize", self._synchronize)]
         patches += [(torch.amp.autocast_mode.autocast, "__init__", self._autocast_init())]
         patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
+        patches += [(torch.nn.Module, "_apply", _keep_parameters(torch.nn.Module._apply))]
         grouping = torch._C._group_tensors_by_device_and_dtype
         patches += [(torch._C, "_group_tensors_by_device_and_dtype", _by_simulated(grouping))]
         return patches
@@ -267,14 +271,55 @@ class Simulation:
         kind = self.kind
 
         def init(obj: Any, device_type: str, *args: Any, **kwargs: Any) -> None:
-            # CPU autocast runs the same casts on the CPU data, so dtype mistakes still show.
+            # CPU autocast runs the same casts on the CPU data, so dtype mistakes still show;
+            # in the device's own default dtype (float16 on CUDA and MPS, bfloat16 on the CPU).
             if device_type == kind:
                 device_type = "cpu"
+                if (args[0] if args else kwargs.get("dtype")) is None:
+                    args = args[1:]
+                    kwargs = {**kwargs, "dtype": torch.get_autocast_dtype(kind)}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 original(obj, device_type, *args, **kwargs)
 
         return init
+
+
+def _keep_parameters(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Module.to(device)`` keeps each parameter object, as it does on a GPU.
+
+    On a GPU, ``model.to("cuda")`` sets the new data into the same ``Parameter`` (``param.data =
+    ...``), so an optimizer made before the move (``self.opt = Adam(self.parameters())`` in
+    ``__init__``) still updates the model's weights. A simulated tensor cannot be set in as data;
+    torch's swap_tensors puts it into the same object instead. Where a parameter cannot be
+    swapped (a weak reference to it, or a live graph that saved it), it is replaced as before.
+    """
+
+    future = torch.__future__
+    chosen = future.get_swap_module_params_on_conversion()  # the program's own choice
+
+    def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
+        saved = future.get_swap_module_params_on_conversion()  # an outer module's, here
+        future.set_swap_module_params_on_conversion(chosen or _swappable(module))
+        try:
+            return original(module, fn, recurse)
+        finally:
+            future.set_swap_module_params_on_conversion(saved)
+
+    return _apply
+
+
+def _swappable(module: torch.nn.Module) -> bool:
+    """Whether swap_tensors can take each of ``module``'s own parameters (and gradients)."""
+    for param in module.parameters(recurse=False):
+        grad = param.grad
+        # swap_tensors' own conditions: no weak reference, and no holder of the tensor but the
+        # object (and the gradient accumulator of a leaf).
+        if weakref.getweakrefs(param) or param._use_count() > 2:  # type: ignore[attr-defined]
+            return False
+        if grad is not None and weakref.getweakrefs(grad):
+            return False
+    return True
 
 
 def _unsimulated(what: str, value: Any) -> Callable[..., Any]:
