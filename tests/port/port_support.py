@@ -100,6 +100,16 @@ MODERNISED = {"aware/cuda_calls_legacy.py": "torch.cuda.amp.autocast and GradSca
 # pack_padded_sequence sorts its CPU lengths (enforce_sorted=False) and hands the order over.
 HOST_OPS_IN_FORWARD = {"packed_gru_classifier.py": 0.25}
 
+# Programs whose forward passes run while an episode is collected, in another function than
+# the backward() of its loss: `port --amp bf16` says so and leaves them in float32.
+BF16_NOT_APPLIED = {
+    "actor_critic_categorical.py": "actions are chosen in select_action, the loss is made later",
+    "reinforce_corridor.py": "actions are chosen in select_action, the loss is made later",
+}
+# Programs with an nn.LSTM: oneDNN runs a bfloat16 LSTM only on CPUs with AVX-512 (cuDNN on
+# any recent GPU), so their --amp bf16 port is run only where the CPU or a GPU can.
+BF16_LSTM = {"lstm_pos_tagger.py", "word_lm_batchify.py"}
+
 # What today's `port` still gets wrong: program -> (the checks it fails, why). The checks:
 # rewritten (port changes it into code that compiles), cpu (the port prints the original's
 # result; on a CUDA machine it runs on the GPU), bf16 (the --amp bf16 port runs close to it),

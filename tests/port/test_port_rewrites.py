@@ -224,6 +224,118 @@ def test_bf16_autocast_wraps_forward_and_loss_but_not_backward() -> None:
     assert textwrap.indent(textwrap.dedent(expected).strip("\n"), " " * 8) in after
 
 
+def test_bf16_autocast_wraps_each_step_of_a_block_and_steps_outside_loops() -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+
+    def run_pair(encoder, x):
+        return encoder(x).sum()
+
+    class Layer(nn.Linear):
+        def train_layer(self, x):
+            loss = self.forward(x).pow(2).mean()
+            loss.backward()
+
+    def main(G, D, loss_fn, optimizer, encoder, x, real, ones, zeros):
+        for _ in range(3):
+            fake = G(x)
+            d_loss = loss_fn(D(real), ones) + loss_fn(D(fake.detach()), zeros)
+            d_loss.backward()
+            g_loss = loss_fn(D(fake), ones)
+            g_loss.backward()
+
+        def closure():
+            optimizer.zero_grad()
+            out = G(x)
+            loss = loss_fn(out, ones)
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+        pair_loss = run_pair(encoder, x)
+        pair_loss.backward()
+
+    def run_epoch(model, loss_fn, loader, optimizer=None):
+        for inputs, target in loader:
+            scores = model(*inputs)
+            epoch_loss = loss_fn(scores, target)
+            if optimizer is not None:
+                epoch_loss.backward()
+    """
+    after, notes = port(code, amp="bf16")
+    header = "with torch.autocast(device_type=device.type, dtype=torch.bfloat16):"
+    assert after.count(header) == 6, after
+    lines = after.splitlines()
+    for first, backward in (
+        ("fake = G(", "d_loss.backward()"),
+        ("g_loss = loss_fn(D(fake)", "g_loss.backward()"),
+        ("out = G(", "loss.backward()"),
+        ("pair_loss = run_pair(", "pair_loss.backward()"),
+        ("loss = self.forward(x)", "loss.backward()"),
+        ("scores = model(*inputs)", "if optimizer is not None:"),
+    ):
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith(first))
+        indent = len(lines[at - 1]) - len(lines[at - 1].lstrip())
+        assert lines[at - 1].strip() == header
+        assert lines[at].startswith(" " * (indent + 4) + first)
+        end = next(i for i in range(at, len(lines)) if lines[i].strip() == backward)
+        assert lines[end].startswith(" " * indent + backward), "backward() stays outside"
+    assert not any("amp bf16" in note for note in notes)
+
+
+def test_bf16_casts_the_source_of_indexed_writes_to_the_dtype_written_into() -> None:
+    torch = pytest.importorskip("torch")
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class Conv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x, row, col, norm):
+            h = self.linear(x)
+            out = torch.zeros_like(h)
+            out.index_add_(0, col, h[row] * norm)
+            return out
+
+    def step(model, x, row, col, norm):
+        loss = model(x, row, col, norm).sum()
+        loss.backward()
+        return loss
+    """
+    after, _ = port(code, amp="bf16")
+    assert "out.index_add_(0, col, (h[row] * norm).to(out.dtype))" in after
+    namespace: dict[str, object] = {}
+    exec(compile(after, "ported.py", "exec"), namespace)  # our own snippet, not user code
+    index = torch.tensor([0, 1, 2])
+    norm = torch.ones(3, 1)
+    loss = namespace["step"](namespace["Conv"](), torch.randn(3, 4), index, index, norm)  # type: ignore[operator]
+    assert torch.isfinite(loss)
+
+
+def test_bf16_says_where_the_forward_pass_is_not_beside_its_backward() -> None:
+    code = """
+    import torch
+
+    def select_action(policy, state, saved):
+        saved.append(policy(state).log())
+
+    def finish_episode(optimizer, saved):
+        loss = torch.cat(saved).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    after, notes = port(code, amp="bf16")
+    assert "autocast" not in after
+    assert any(
+        note.startswith("9: --amp bf16 found no forward pass before this backward()")
+        for note in notes
+    ), notes
+
+
 def test_bf16_ported_step_runs_under_cpu_autocast() -> None:
     torch = pytest.importorskip("torch")
     code = """

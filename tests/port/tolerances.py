@@ -51,11 +51,16 @@ DEVICE_RNG = {
 # too) and run in float32 elsewhere: measured here 1e-4 relative apart.
 AMP_ON_CUDA = {"amp_legacy.py", "aware/amp_modern.py", "aware/cuda_calls_legacy.py"}
 AMP = Tolerance(rel=1e-2, abs=1e-5, reason="float16 autocast is on only where CUDA is")
+# GradScaler starts at a scale of 65536: the float16 gradients of the first two of its nine
+# steps overflow and those steps are skipped (as on a GPU), so the loss after them is 36 %
+# above the float32 original's (measured under --simulate cuda, which computes in float16).
+AMP_SKIPS = {"amp_legacy.py": Tolerance(0.5, 0.0, "GradScaler skips 2 of 9 steps: 36%")}
 # The --amp bf16 port against the float32 original (bfloat16 keeps 8 bits of mantissa).
 BF16 = Tolerance(rel=2e-2, abs=0.0, reason="bfloat16 autocast against float32")
 # Programs whose result moves further in bfloat16, measured with the --amp bf16 port (x2).
 BF16_LOOSER = {
     "custom_autograd_ste.py": Tolerance(0.1, 0.0, "weights cross quantisation levels: 5%"),
+    "early_stopping_best_state.py": Tolerance(0.4, 0.0, "stops at epoch 14, not 5: 19%"),
     "graph_attention_scatter.py": Tolerance(0.1, 0.0, "softmax over scatter sums: 4.4%"),
     "super_resolution_pixelshuffle.py": Tolerance(0.2, 0.0, "a small MSE, 0.03: 8.4%"),
     "-m:pkg_vision.train": Tolerance(0.05, 0.0, "a small MSE, 0.005: 2.1%"),
@@ -72,6 +77,8 @@ def result_tolerance(program: str, *, on_gpu: bool) -> Tolerance:
 def simulated_tolerance(program: str) -> Tolerance:
     """The ported program under --simulate cuda against the original: only a device-aware
     original on a CUDA machine ran on the real GPU."""
+    if program in AMP_SKIPS:
+        return AMP_SKIPS[program]
     if program in AMP_ON_CUDA:
         return AMP  # as wide as GPU, for the aware ones whose original ran on a real GPU
     return result_tolerance(program, on_gpu=ON_GPU and program.startswith(AWARE_PREFIX))

@@ -112,8 +112,12 @@ def _port_program(
         if unhardcoded:
             plan.uses_device = True
         if options.amp == "bf16":
-            autocast = amp.bf16_edits(unit.ctx, placement.interp.events.values, plan.device)
+            values = placement.interp.events.values
+            autocast, missed = amp.bf16_edits(unit.ctx, values, plan.device)
             plan.edits.extend(autocast)
+            plan.edits.extend(amp.same_dtype_writes(unit.ctx, values))
+            for stmt in missed:
+                plan.note(stmt, amp.NO_STEP, Severity.INFO)
             plan.uses_device = plan.uses_device or bool(autocast)
         after = _apply(unit, plan, options)
         notes = [*plan.notes, *_left_for_check(after, unit.path)]
