@@ -19,6 +19,9 @@ class TransferStats:
 
 
 SYNC_EVERY_N_STEPS = 4  # a site that syncs at least every 4th step is in the hot loop
+# ... seen at least this often: two syncs are as likely a once-per-epoch read in a short run
+# (4 steps an epoch) as a sync on every step, and say nothing about a steady habit.
+MIN_SYNCS_IN_LOOP = 3
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,8 @@ class SyncStats:
         # A sync on (nearly) every step stalls the pipeline; one per epoch or every N steps is
         # exactly what the fix recommends, so it must not be flagged.
         span = self.last_step - self.first_step
-        return span > 0 and self.count * SYNC_EVERY_N_STEPS >= span
+        enough = self.count >= MIN_SYNCS_IN_LOOP
+        return enough and span > 0 and self.count * SYNC_EVERY_N_STEPS >= span
 
 
 LOADER_WINDOW = 8  # batches per window of the wait share (how steady the waiting was)
