@@ -60,7 +60,7 @@ def _cpu_compute(record: Record) -> list[Finding]:
     return [
         ComputeOnCpuBesideAccelerator.finding(
             f"{record.accelerator} is available but {cpu} of {total} tensor ops "
-            f"({cpu / total:.0%}) ran on the CPU; most at {where}",
+            f"({cpu / total:.0%}) ran on the CPU; most at {where}{_sampled(record)}",
             first,
             Fix(
                 "move the model and each batch to the accelerator: "
@@ -70,6 +70,13 @@ def _cpu_compute(record: Record) -> list[Finding]:
             total_ops=total,
         )
     ]
+
+
+def _sampled(record: Record) -> str:
+    if not record.model_calls_unobserved:
+        return ""
+    observed = record.model_calls - record.model_calls_unobserved
+    return f" (ops counted in the {observed} of {record.model_calls} model calls observed fully)"
 
 
 def _syncs_in_loop(record: Record) -> list[Finding]:
@@ -172,6 +179,13 @@ def facts(record: Record) -> dict[str, Any]:
         out["accelerator"] = record.accelerator
         if record.ops_by_device:
             out["ops_in_forward_by_device"] = dict(record.ops_by_device)
+    if record.model_calls_unobserved:
+        # steady.py: these model calls ran with the function mode off; op counts skip them.
+        out["steady_state"] = {
+            "model_calls": record.model_calls,
+            "observed_fully": record.model_calls - record.model_calls_unobserved,
+            "sampled": ["ops_in_forward_by_device"],
+        }
     if record.transfers:
         out["transfers"] = [
             {

@@ -29,6 +29,7 @@ from torchport.runtime.modules import ModuleTracker
 from torchport.runtime.record import Record
 from torchport.runtime.simulate import Simulation
 from torchport.runtime.sites import Provenance, Site, call_name, user_site
+from torchport.runtime.steady import SteadyState
 
 __all__ = ["Observer", "Options", "StrictFindingError"]
 
@@ -67,6 +68,8 @@ _METADATA = {
 class Options:
     check_finite: bool = False
     strict: bool = False
+    # After each model's first steps, run most steps with the mode off (see steady.py).
+    steady_state: bool = True
 
 
 class Observer(TorchFunctionMode):
@@ -96,6 +99,19 @@ class Observer(TorchFunctionMode):
         self._check_finite = options.check_finite
         self._handlers: dict[Any, Handler] = {}
         self.transfers = transfers.TransferHandlers(self)
+        self.steady = SteadyState(self)
+
+    def __enter__(self) -> Any:  # Any: watch.py takes it as an install step returning None
+        super().__enter__()  # type: ignore[no-untyped-call]
+        if not self.steady.installed:
+            self.steady.install()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        paused = self.steady.paused
+        self.steady.close()
+        if not paused:  # paused, the mode is off the stack already
+            super().__exit__(*exc_info)  # type: ignore[no-untyped-call]
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
@@ -116,7 +132,9 @@ class Observer(TorchFunctionMode):
         """
         current = getattr(torch.overrides, "_get_current_function_mode", None)
         pop = getattr(torch.overrides, "_pop_mode_temporarily", None)
-        if current is None or pop is None or current() is not self:
+        if self.steady.paused:
+            pop = contextlib.nullcontext  # off already; quiet keeps the probes out too
+        elif current is None or pop is None or current() is not self:
             yield
             return
         self.quiet = True

@@ -99,6 +99,10 @@ class Record:
     loaders: dict[Site, LoaderStats] = field(default_factory=dict)
     # Findings decided on the spot (one per site and code), in the order they happened.
     immediate: dict[tuple[str, Site | None, str], Finding] = field(default_factory=dict)
+    # Calls of a model (its steps) and those that ran with the function mode off (steady.py):
+    # ops_by_device and cpu_op_sites count only the ops of the others.
+    model_calls: int = 0
+    model_calls_unobserved: int = 0
     # torchport's own failures, caught at its boundary so that the program runs on unchanged.
     internal_errors: list[str] = field(default_factory=list)
 

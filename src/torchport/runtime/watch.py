@@ -172,7 +172,7 @@ def _unpatch_synchronize() -> None:
 
 
 def _close(observer: Observer) -> None:
-    observer.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+    observer.__exit__(None, None, None)
     observer.closed = True
 
 
