@@ -87,6 +87,7 @@ def test_the_steps_are_the_ones_issue_13_asks_for_and_pytest_runs_isolated(
     assert by_name["port-corpus"].argv[-1] == "tests/port"
     assert by_name["bench-loader"].argv[-3:] == ["bench", "loader", "--json"]
     assert by_name["run-overhead"].argv[1] == "benchmarks/run_overhead.py"
+    assert by_name["gpu-overhead"].argv[1] == "benchmarks/gpu_overhead.py"
 
 
 FOREIGN_PLUGIN = """\

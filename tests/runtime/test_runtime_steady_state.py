@@ -7,12 +7,15 @@ brings full observation back; and nothing of torchport is left behind after the 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
 
 import torchport
-from torchport.runtime.observer import Options
+from torchport.cli import main
 from torchport.runtime.steady import SAMPLE_EVERY, WARM_CALLS
 
 STEPS = 200
@@ -57,12 +60,29 @@ def test_a_short_loop_is_observed_fully_and_its_report_has_no_sampling_fact() ->
     assert "steady_state" not in w.report().facts
 
 
-def test_steady_state_off_observes_every_call() -> None:
-    w = torchport.watch()
-    w.options = Options(steady_state=False)
-    with w:
+def test_every_step_observes_every_call() -> None:
+    with torchport.watch(every_step=True) as w:
         _train(nn.Linear(4, 2), STEPS)
     assert w.record.model_calls_unobserved == 0
+
+
+def test_run_every_step_reports_no_sampling(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(
+        "import torch\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        f"for _ in range({STEPS}):\n"
+        "    model(torch.randn(8, 4)).sum().backward()\n"
+    )
+    facts = {}
+    for options in ([], ["--every-step"]):
+        report = tmp_path / f"report{len(options)}.json"
+        code = main(["run", *options, "--report", str(report), "--output-format", "json",
+                     str(script)])  # fmt: skip
+        assert code == 0
+        facts[len(options)] = json.loads(report.read_text())["facts"]
+    assert facts[0]["steady_state"]["model_calls"] == STEPS
+    assert "steady_state" not in facts[1]
 
 
 def test_copies_are_counted_exactly_while_the_mode_is_off() -> None:

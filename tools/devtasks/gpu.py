@@ -135,6 +135,13 @@ def steps(python: str, root: Path, out: Path) -> list[Step]:
             figures=lines_or_json,
         ),
         Step(
+            "gpu-overhead",
+            [python, "benchmarks/gpu_overhead.py"],
+            3600,
+            cwd=root,
+            figures=lines_or_json,
+        ),
+        Step(
             "ported-example-port",
             [*torchport, "port", "--write", EXAMPLE.name],
             300,
@@ -329,6 +336,7 @@ STEP_NAMES = (
     "bench-transfer",
     "bench-loader",
     "run-overhead",
+    "gpu-overhead",
     "ported-example-port",
     "ported-example-run",
 )

@@ -45,6 +45,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="report the first op that produces inf/NaN (costs a check per op)",
     )
+    p.add_argument(
+        "--every-step",
+        action="store_true",
+        help="observe every op of every step (slower); by default a model's steps are sampled "
+        "op by op after its first 32 calls, while syncs and copies are always counted",
+    )
     p.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes")
     p.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes")
     p.add_argument("--report", metavar="FILE", help="write the report to FILE, not stderr")
@@ -79,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         args.simulate,
         check_finite=args.check_finite,
         strict=args.strict,
+        every_step=args.every_step,
         select=_codes(args.select, ["ALL"]),
         ignore=_codes(args.ignore, []),
     )

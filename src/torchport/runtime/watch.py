@@ -50,6 +50,9 @@ class watch:
     """Observe torch calls inside a ``with`` block or a decorated function.
 
     ``simulate`` ("cuda", "cuda:N" or "mps") pretends that accelerator on a CPU-only machine.
+    ``every_step`` observes every op of every step (slower); by default, once a model has been
+    called 32 times from a line, one step in 16 is observed op by op, and syncs, copies and
+    anything new are observed in every step.
     ``select``/``ignore`` filter findings by code or prefix. After the block, ``findings`` holds
     what was found and ``report()`` the findings with the transfer, sync and loader inventories.
     """
@@ -60,11 +63,14 @@ class watch:
         *,
         check_finite: bool = False,
         strict: bool = False,
+        every_step: bool = False,
         select: Iterable[str] = ("ALL",),
         ignore: Iterable[str] = (),
     ) -> None:
         self.simulate = simulate
-        self.options = Options(check_finite=check_finite, strict=strict)
+        self.options = Options(
+            check_finite=check_finite, strict=strict, steady_state=not every_step
+        )
         self.select, self.ignore = list(select), list(ignore)
         self.findings: list[Finding] = []
         self.record = Record()
