@@ -122,6 +122,17 @@ def test_printed_results_are_compared_number_by_number(
     assert V._compare(a, b, tolerance=1e-6)[0] is agree
 
 
+@pytest.mark.parametrize("mixed", [False, True])
+def test_different_results_of_a_mixed_precision_program_say_why(mixed: bool) -> None:
+    original = V.Run("original", 0, 1.0, "final loss 3.75\n", "")
+    ported = V.Run("port", 0, 1.0, "final loss 5.11\n", "")
+    agree, difference = V._compare(original, ported, tolerance=1e-6)
+    verdict = V.Verdict(original, ported, "cuda", 1e-6, agree, difference, [], mixed)
+    [finding] = V.findings(verdict, "train.py")
+    assert "results differ" in finding.message
+    assert ("lower precision (autocast, GradScaler)" in finding.message) is mixed
+
+
 def test_arguments_after_the_double_dash_need_verify(script: Path) -> None:
     assert main(["port", str(script), "--", "--epochs", "1"]) == 2
 

@@ -75,6 +75,10 @@ class Run:
         return f"ran to the end in {self.seconds:.1f} s"
 
 
+# Words that mean a program computes differently on CUDA than on the CPU on purpose.
+MIXED_PRECISION = ("autocast", "GradScaler")
+
+
 @dataclass
 class Verdict:
     original: Run
@@ -84,6 +88,7 @@ class Verdict:
     agree: bool
     difference: str
     repaired: list[str] = field(default_factory=list)
+    mixed_precision: bool = False  # autocast or GradScaler: on where CUDA is, by design
 
     @property
     def ok(self) -> bool:
@@ -133,7 +138,9 @@ def verify(
             results = fixed
             repaired += [f"{path}:{line} ({call})" for path, line, call in sites]
     agree, difference = _compare(original, ported, tolerance)
-    return results, Verdict(original, ported, device, tolerance, agree, difference, repaired)
+    mixed = any(word in r.after for r in results for word in MIXED_PRECISION)
+    verdict = Verdict(original, ported, device, tolerance, agree, difference, repaired, mixed)
+    return results, verdict
 
 
 def findings(verdict: Verdict, entry_path: str) -> list[Finding]:
@@ -146,6 +153,11 @@ def findings(verdict: Verdict, entry_path: str) -> list[Finding]:
         problem = f"the port did not run on {verdict.device}: {verdict.ported.outcome()}"
     else:
         problem = f"the port's results differ from the original's: {verdict.difference}"
+        if verdict.mixed_precision:
+            problem += (
+                "; the program computes in lower precision (autocast, GradScaler) where CUDA "
+                "is, so its results differ there by design: give a --tolerance that allows it"
+            )
     return [PortNotVerified.finding(problem, Location(entry_path))]
 
 
