@@ -25,6 +25,7 @@ from torchport.analyze.flow.values import (
     Val,
     all_origins,
     element,
+    map_elements,
     seq,
     tensor,
 )
@@ -109,18 +110,7 @@ def collate(item: Val, pending: Origin, depth: int = 4) -> Val:
     ):
         return tensor([pending], dtype=item.dtype if item.kind is not Kind.HOST else None)
     if item.kind is Kind.SEQ and depth > 0:
-        parts = (
-            tuple(collate(p, pending, depth - 1) for p in item.parts)
-            if item.parts is not None
-            else None
-        )
-        fields = (
-            tuple((k, collate(v, pending, depth - 1)) for k, v in item.fields)
-            if item.fields is not None
-            else None
-        )
-        inner = collate(item.item, pending, depth - 1) if item.item is not None else None
-        return Val(Kind.SEQ, parts=parts, fields=fields, item=inner)
+        return Val(Kind.SEQ, **map_elements(item, lambda v: collate(v, pending, depth - 1)))
     if item.kind is Kind.HOST and item.dtype == "py:str":
         return Val(Kind.SEQ, item=item)
     # a sample we cannot see into: unpacked, its parts are collated tensors
@@ -134,18 +124,8 @@ def _reoriginate(value: Val, pending: Origin, depth: int = 4) -> Val:
         moved = frozenset(o for o in value.origins if o.kind is OKind.MOVE)
         return replace(value, origins=moved or frozenset([pending]), _key=None)
     if value.kind is Kind.SEQ and depth > 0:
-        parts = (
-            tuple(_reoriginate(p, pending, depth - 1) for p in value.parts)
-            if value.parts is not None
-            else None
-        )
-        fields = (
-            tuple((k, _reoriginate(v, pending, depth - 1)) for k, v in value.fields)
-            if value.fields is not None
-            else None
-        )
-        inner = _reoriginate(value.item, pending, depth - 1) if value.item is not None else None
-        return Val(Kind.SEQ, parts=parts, fields=fields, item=inner)
+        mapped = map_elements(value, lambda v: _reoriginate(v, pending, depth - 1))
+        return Val(Kind.SEQ, **mapped)
     if value.kind in (Kind.UNKNOWN, Kind.OBJECT):
         return Val(Kind.UNKNOWN, frozenset([pending]))
     return HOST if value.kind is Kind.HOST else value

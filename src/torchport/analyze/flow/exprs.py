@@ -20,6 +20,7 @@ from torchport.analyze.flow.values import (
     element,
     join,
     join_all,
+    map_elements,
     seq,
     tensor,
 )
@@ -57,17 +58,8 @@ def moved_to(value: Val, origin: Origin, depth: int = 4) -> Val:
     if value.tensorish or value.kind is Kind.MODULE:
         return replace(value, origins=frozenset([origin]), _key=None)
     if value.kind is Kind.SEQ and depth > 0:
-        return replace(
-            value,
-            parts=tuple(moved_to(p, origin, depth - 1) for p in value.parts)
-            if value.parts is not None
-            else None,
-            item=moved_to(value.item, origin, depth - 1) if value.item is not None else None,
-            fields=tuple((k, moved_to(v, origin, depth - 1)) for k, v in value.fields)
-            if value.fields is not None
-            else None,
-            _key=None,
-        )
+        mapped = map_elements(value, lambda v: moved_to(v, origin, depth - 1))
+        return replace(value, **mapped, _key=None)
     return value
 
 

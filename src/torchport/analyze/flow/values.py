@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from torchport.analyze.flow.program import ClassInfo, FuncInfo, Unit
@@ -149,6 +149,22 @@ def tensor(origins: Iterable[Origin], *, scalar: bool = False, dtype: str | None
 
 def seq(item: Val | None, parts: tuple[Val, ...] | None = None) -> Val:
     return Val(Kind.SEQ, item=item, parts=parts)
+
+
+class Elements(TypedDict):
+    parts: tuple[Val, ...] | None
+    fields: tuple[tuple[str, Val], ...] | None
+    item: Val | None
+
+
+def map_elements(value: Val, fn: Callable[[Val], Val]) -> Elements:
+    """A container's parts, fields and item, each through ``fn`` (for ``Val(Kind.SEQ, **...)``
+    or ``replace(value, **...)``)."""
+    return Elements(
+        parts=tuple(fn(p) for p in value.parts) if value.parts is not None else None,
+        fields=tuple((k, fn(v)) for k, v in value.fields) if value.fields is not None else None,
+        item=fn(value.item) if value.item is not None else None,
+    )
 
 
 def all_origins(val: Val | None, depth: int = 5) -> set[Origin]:
