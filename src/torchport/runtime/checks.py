@@ -34,7 +34,7 @@ def sync_rule(kind: str) -> type[Rule]:
         return ItemInHotLoop
     if kind in (".numpy()", "numpy.asarray(tensor)", ".cpu()", ".to('cpu')", ".copy_()"):
         return DeviceToHostInHotLoop
-    if "synchronize" in kind:
+    if "synchronize" in kind or "empty_cache" in kind:
         return SynchronizeInHotLoop
     return ImplicitSyncInHotLoop
 

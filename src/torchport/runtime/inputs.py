@@ -23,6 +23,7 @@ from torch import nn
 from torch.utils.data import dataloader
 
 from torchport.findings import Fix
+from torchport.rules.amp import HalfInputToFloatLayer
 from torchport.rules.dtype import Float64OnAccelerator, IntegerInputToFloatLayer
 from torchport.runtime.record import LoaderStats
 from torchport.runtime.sites import user_site
@@ -32,10 +33,12 @@ if TYPE_CHECKING:
     from torchport.runtime.observer import Observer
 
 _INDEX_LAYERS = (nn.Embedding, nn.EmbeddingBag)
+_HALF = (torch.float16, torch.bfloat16)
+_AUTOCAST_DEVICES = ("cuda", "cpu", "mps")
 
 
 def check_module_inputs(observer: Observer, module: nn.Module, args: tuple[Any, ...]) -> None:
-    """A float64 or integer input to a float32 layer of torch.nn's (TP302, TP303).
+    """A float64, integer or (outside autocast) half input to a float32 layer (TP302, TP303, TP313).
 
     Only the input a layer computes on is checked: torch.nn's own ``forward`` and its first
     argument. A module of the user's own may take integer indices beside its features (a graph
@@ -45,14 +48,30 @@ def check_module_inputs(observer: Observer, module: nn.Module, args: tuple[Any, 
     value = args[0] if args else None
     if not isinstance(value, torch.Tensor) or value.dtype == torch.float32:
         return
-    wide = value.dtype == torch.float64
-    integer = not value.is_floating_point() and not value.is_complex()
-    if not (wide or integer) or value.dtype == torch.bool or not _torch_layer(module):
+    kind = _odd_input(value)
+    if kind is None or not _torch_layer(module):
         return
     weight = next(module.parameters(recurse=False), None)
     if weight is None or weight.dtype != torch.float32 or isinstance(module, _INDEX_LAYERS):
         return
-    _report(observer, module, value, wide)
+    if kind == "half" and _autocast_on():
+        return  # autocast casts the weights for the layer: mixed precision as meant
+    _report(observer, module, value, kind)
+
+
+def _odd_input(value: torch.Tensor) -> str | None:
+    """ "wide" (float64), "integer" or "half" (float16, bfloat16); None for anything else."""
+    if value.dtype == torch.float64:
+        return "wide"
+    if value.dtype in _HALF:
+        return "half"
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        return None
+    return "integer"
+
+
+def _autocast_on() -> bool:
+    return any(torch.is_autocast_enabled(kind) for kind in _AUTOCAST_DEVICES)
 
 
 _TORCH_LAYER: dict[type, bool] = {}
@@ -68,7 +87,7 @@ def _torch_layer(module: nn.Module) -> bool:
     return known
 
 
-def _report(observer: Observer, module: nn.Module, value: torch.Tensor, wide: bool) -> None:
+def _report(observer: Observer, module: nn.Module, value: torch.Tensor, kind: str) -> None:
     path = observer.tracker.path(module)
     site = user_site(f"{path}(...)")
     origin = observer.provenance.get(value)
@@ -77,11 +96,20 @@ def _report(observer: Observer, module: nn.Module, value: torch.Tensor, wide: bo
     what = f"{dtype} input of shape {tuple(value.shape)} to {path} ({type(module).__name__}, "
     what += f"float32 weights){made}"
     location = None if site is None else site.location()
-    if wide:
+    if kind == "wide":
         finding = Float64OnAccelerator.finding(
             f"{what}: the layer fails or computes in float64",
             location,
             Fix("convert the data to float32 where it is made (.float(), or np.float32)"),
+        )
+    elif kind == "half":
+        finding = HalfInputToFloatLayer.finding(
+            f"{what}, outside autocast: the layer fails with a dtype mismatch",
+            location,
+            Fix(
+                "keep the input float32 and compute in half precision with "
+                'torch.autocast(device_type="cuda", dtype=torch.float16) around the forward pass'
+            ),
         )
     else:
         finding = IntegerInputToFloatLayer.finding(

@@ -10,6 +10,7 @@ the factory and transfer handlers route the simulated device to :mod:`.simtensor
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
-from torchport.runtime import simdevices, simhost, simtensor, transfers
+from torchport.runtime import losses, simdevices, simhost, simtensor, syncs, transfers
 from torchport.runtime.causes import library_cause
 from torchport.runtime.explain import Explainer, add_line
 from torchport.runtime.failure import StrictFindingError
@@ -90,6 +91,9 @@ class Observer(TorchFunctionMode):
         # a len() of the weak dictionary on every op.
         self.pending: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self.has_pending = False
+        # Tensors of batches from DataLoaders that do not pin -> the line that made the loader
+        # (filled by samplers.SamplerMonitor, read at host-to-device copies).
+        self.unpinned: WeakIdKeyDictionary = WeakIdKeyDictionary()
         # True while a block runs unobserved (see `unobserved`); read by the from_numpy patch.
         self.quiet = False
         # Set when the watch ends. Threads it started may outlive it (a thread pool's workers)
@@ -163,6 +167,10 @@ class Observer(TorchFunctionMode):
             handler = self.transfers.handler_for(func) or self._op
             if handler == self._op and self.sim is not None and simhost.is_composite(func):
                 handler = self._composite
+            if func in losses.LOSSES:
+                handler = losses.checked(self, func, handler)
+            elif func is T.__getitem__:
+                handler = functools.partial(syncs.masked_index, self, handler)
         with contextlib.suppress(TypeError):  # an unhashable callable: classified every time
             self._handlers[func] = handler
         return handler
@@ -332,6 +340,8 @@ class Observer(TorchFunctionMode):
                 self._check_pending(args)
             if tensor.device.type != "cpu":
                 self.on_sync(_SYNC_KINDS[func], tensor)
+                if func in (T.numpy, T.__array__):
+                    syncs.numpy_of_device_tensor(self, tensor)
             if isinstance(tensor, simtensor.SimTensor):
                 if func in (T.numpy, T.__array__):
                     raise simdevices.device_error(

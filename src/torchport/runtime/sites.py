@@ -122,6 +122,22 @@ def call_name(func: Any) -> str:
     return f"{module}.{name}"
 
 
+def tensor_leaves(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors of a batch or a checkpoint: dicts, lists and tuples, a few levels deep."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > _LEAF_DEPTH:
+        return []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [t for item in value for t in tensor_leaves(item, depth + 1)]
+
+
+_LEAF_DEPTH = 4
+
+
 class Provenance:
     """Where each live tensor was created, keyed weakly by identity (tensors are unhashable)."""
 

@@ -8,6 +8,7 @@ which case its result is watched until the next synchronization (read-before-syn
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -16,9 +17,10 @@ import torch
 
 import torchport.transfer
 from torchport.findings import Fix
+from torchport.rules.device import CpuTensorThenMoved
 from torchport.rules.dtype import Float64OnAccelerator
 from torchport.rules.transfer import NonBlockingCopyFromPageable
-from torchport.runtime import simtensor
+from torchport.runtime import samplers, simtensor
 from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site, user_site
 
@@ -26,6 +28,15 @@ if TYPE_CHECKING:
     from torchport.runtime.observer import Handler, Observer
 
 T = torch.Tensor
+# Factories that make data where they run: made on the host and moved on the same line, they
+# could have been made on the device (torch.tensor and from_numpy bring data from the host).
+_GENERATORS = {
+    "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
+    "torch.randint", "torch.randperm", "torch.arange", "torch.linspace", "torch.logspace",
+    "torch.eye", "torch.normal",
+}  # fmt: skip
+# A line that does it this often is in a loop (as for syncs, record.MIN_SYNCS_IN_LOOP).
+MIN_MADE_THEN_MOVED = 3
 _SYNC_NAMES = {"Tensor.to": ".to('cpu')", "Tensor.cpu": ".cpu()", "Tensor.copy_": ".copy_()"}
 
 
@@ -64,6 +75,7 @@ class TransferHandlers:
             T.copy_: self._copy,
             T.backward: self._backward,
         }
+        self._made_here: Counter[Site] = Counter()
 
     def handler_for(self, func: Any) -> Handler | None:
         return self._table.get(func)
@@ -179,6 +191,11 @@ class TransferHandlers:
                 ),
                 site,
             )
+        if not pinned and self.o.unpinned:
+            samplers.note_copy(self.o, source, dst)
+        origin = self.o.provenance.get(source)
+        if origin is not None and origin.call in _GENERATORS and origin.line == site.line:
+            self._made_then_moved(origin, dst, site)
         if source.dtype == torch.float64 and not _issued_by_torchport_transfer():
             origin = self.o.provenance.get(source)
             made = f"; it was created at {origin} by {origin.call}" if origin else ""
@@ -195,6 +212,23 @@ class TransferHandlers:
                 ),
                 site,
             )
+
+    def _made_then_moved(self, origin: Site, dst: torch.device, site: Site) -> None:
+        """TP104 once a line has made a host tensor and moved it MIN_MADE_THEN_MOVED times."""
+        if origin.path != site.path:
+            return
+        self._made_here[site] += 1
+        if self._made_here[site] != MIN_MADE_THEN_MOVED:
+            return
+        self.o.add(
+            CpuTensorThenMoved.finding(
+                f"{origin.call} makes a tensor on the CPU that is copied to {dst} right away, "
+                f"at every step (seen {MIN_MADE_THEN_MOVED} times)",
+                site.location(),
+                Fix(f"create it on the device: {origin.call}(..., device=device)"),
+            ),
+            site,
+        )
 
     def _float64_makers(self) -> str:
         top = self.o.record.float64_origins.most_common(1)

@@ -26,11 +26,14 @@ import torch
 from torchport.findings import Finding, Report
 from torchport.rules import matches
 from torchport.runtime import checks
+from torchport.runtime.amp import AmpMonitor
+from torchport.runtime.apis import ApiMonitor
 from torchport.runtime.failure import Failure, failure
 from torchport.runtime.inputs import LoaderTimer, check_module_inputs
 from torchport.runtime.modules import ModuleTracker
 from torchport.runtime.observer import Observer, Options
 from torchport.runtime.record import Record
+from torchport.runtime.samplers import SamplerMonitor
 from torchport.runtime.simulate import Simulation
 from torchport.runtime.sites import Provenance, user_site, warnings_at_user_line
 
@@ -91,6 +94,7 @@ class watch:
         tracker._on_enter = functools.partial(check_module_inputs, observer)
         tracker.on_internal_error = observer.internal
         loaders = LoaderTimer(observer)
+        amp, apis, samplers = AmpMonitor(observer), ApiMonitor(observer), SamplerMonitor(observer)
         steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
         if sim is not None:
             sim._on_sync = observer.on_sync
@@ -103,6 +107,9 @@ class watch:
             (lambda: _patch_load(observer), _unpatch_load),
             (warnings_at_user_line.install, warnings_at_user_line.remove),
             (tracker.install, tracker.remove),
+            (amp.install, amp.remove),
+            (apis.install, apis.remove),
+            (samplers.install, samplers.remove),
             (loaders.install, loaders.remove),
             (observer.__enter__, functools.partial(_close, observer)),
         ]

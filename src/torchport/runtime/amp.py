@@ -1,0 +1,364 @@
+"""Mixed precision as it runs: GradScaler, autocast, backward and the optimizer steps between.
+
+``check`` sees these mistakes where one function writes the whole step; ``run`` sees them
+wherever the code is (a helper, a trainer class, a callback), because it watches the calls:
+
+- TP305: a deprecated ``torch.cuda.amp``/``torch.cpu.amp`` autocast or GradScaler is made;
+- TP306: a scaler unscales float16 gradients (a ``.half()`` model), which torch refuses;
+- TP307: ``backward()`` runs while autocast is on;
+- TP308: an enabled scaler scales a loss computed under bfloat16 autocast;
+- TP309: ``optimizer.step()`` is called directly after a scaled backward;
+- TP310: ``scaler.step()`` runs twice with no ``scaler.update()`` between;
+- TP311: gradients are clipped after a scaled backward and before ``unscale_``;
+- TP312: a loss computed under float16 autocast is backpropagated with no scaler;
+- TP314: ``scaler.scale(loss)`` whose result never reaches ``backward()``.
+
+Only enabled scalers count: a scaler made with ``enabled=False`` (AMP off on this machine) passes
+everything through, and so does this module. Each check runs before the call it watches, so a
+finding is recorded even where torch then raises (TP306, TP310). Bookkeeping never fails the
+program: its errors are recorded as torchport's own.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.amp import autocast_mode, grad_scaler
+from torch.nn.utils import clip_grad
+from torch.optim import optimizer as optim_hooks
+
+from torchport.findings import Fix
+from torchport.rules import Rule
+from torchport.rules.amp import (
+    ClipWithoutUnscale,
+    Float16AutocastWithoutScaler,
+    ScaledLossDiscarded,
+)
+from torchport.rules.dtype import (
+    BackwardInsideAutocast,
+    DeprecatedAmpApi,
+    GradScalerWithBfloat16,
+    GradScalerWithoutUpdate,
+    HalfModelWithGradScaler,
+    OptimizerStepBypassesScaler,
+)
+from torchport.runtime.patching import Patches
+from torchport.runtime.sites import Site, user_site
+
+if TYPE_CHECKING:
+    from torchport.runtime.observer import Observer
+
+_DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+_AUTOCAST_DEVICES = ("cuda", "cpu", "mps")
+# How far backward() looks through the loss's graph for a scaled output: the scaled loss is
+# usually the tensor itself or a sum of a few; a miss only costs a TP314 that is not reported.
+_GRAPH_NODES = 256
+
+
+@dataclass
+class _Scaled:
+    """One ``scaler.scale(x)`` output and whether a backward reached it."""
+
+    site: Site | None
+    output: weakref.ref[torch.Tensor]
+    used: bool = False
+
+
+@dataclass
+class _ScalerState:
+    """What one GradScaler did since its last ``update()``."""
+
+    scaled: list[_Scaled] = field(default_factory=list)
+    backward_scaled: bool = False
+    unscaled: bool = False
+    stepped: set[int] = field(default_factory=set)  # id() of the optimizers it stepped
+
+
+class AmpMonitor:
+    """Patches the AMP entry points for the length of a watch (see the module doc)."""
+
+    def __init__(self, observer: Observer) -> None:
+        self._observer = observer
+        self._scalers: weakref.WeakKeyDictionary[Any, _ScalerState] = weakref.WeakKeyDictionary()
+        # Enabled autocast regions entered with grad on since the last backward or optimizer
+        # step, by site (a loop enters the same region each step).
+        self._regions: dict[Site | None, torch.dtype] = {}
+        self._local = threading.local()
+        self._patches = Patches()
+        self._hook: Any = None
+
+    # --- install / remove --------------------------------------------------------------------
+    def install(self) -> None:
+        scaler = grad_scaler.GradScaler
+        self._patches.wrap(scaler, "__init__", self._scaler_init)
+        self._patches.wrap(scaler, "scale", self._scale)
+        self._patches.wrap(scaler, "unscale_", self._unscale)
+        self._patches.wrap(scaler, "step", self._scaler_step)
+        self._patches.wrap(scaler, "update", self._update)
+        self._patches.wrap(autocast_mode.autocast, "__enter__", self._autocast_enter)
+        self._patches.wrap(torch.autograd, "backward", self._backward)
+        for name in ("clip_grad_norm_", "clip_grad_value_"):
+            self._patches.wrap(torch.nn.utils, name, self._clip)
+            self._patches.wrap(clip_grad, name, self._clip)
+        self._hook = optim_hooks.register_optimizer_step_pre_hook(self._optimizer_step)
+
+    def remove(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        self._patches.restore()
+
+    # --- bookkeeping around the program's calls ------------------------------------------------
+    def _guarded(self, what: str, check: Callable[[], None]) -> None:
+        try:
+            check()
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            self._observer.internal(what, internal)
+
+    def _report(self, rule: type[Rule], message: str, site: Site | None, fix: str) -> None:
+        location = None if site is None else site.location()
+        self._observer.add(rule.finding(message, location, Fix(fix)), site)
+
+    def _state(self, scaler: Any) -> _ScalerState | None:
+        """The scaler's state, or None when it is disabled (it then passes everything through)."""
+        if not scaler.is_enabled():
+            return None
+        state = self._scalers.get(scaler)
+        if state is None:
+            state = self._scalers[scaler] = _ScalerState()
+        return state
+
+    @property
+    def _in_scaler_step(self) -> bool:
+        return bool(getattr(self._local, "scaler_step", False))
+
+    # --- GradScaler -----------------------------------------------------------------------------
+    def _scaler_init(self, original: Callable[..., None], scaler: Any, *a: Any, **k: Any) -> None:
+        original(scaler, *a, **k)
+        self._guarded("noting a GradScaler", lambda: self._deprecated(scaler, "GradScaler"))
+
+    def _deprecated(self, obj: Any, kind: str) -> None:
+        module = type(obj).__module__
+        if not module.startswith(_DEPRECATED_MODULES):
+            return
+        device = module.split(".")[1]
+        old = f"torch.{device}.amp.{kind}"
+        new = f'torch.amp.{kind}("{device}", ...)'
+        if kind == "autocast":
+            new = f'torch.autocast(device_type="{device}", ...)'
+        self._report(
+            DeprecatedAmpApi,
+            f"{old} is deprecated (a FutureWarning since torch 2.4)",
+            user_site(old),
+            f"use {new}",
+        )
+
+    def _scale(self, original: Callable[..., Any], scaler: Any, outputs: Any) -> Any:
+        scaled = original(scaler, outputs)
+        self._guarded("noting scaler.scale", lambda: self._note_scale(scaler, scaled))
+        return scaled
+
+    def _note_scale(self, scaler: Any, scaled: Any) -> None:
+        state = self._state(scaler)
+        if state is None:
+            return
+        for site, dtype in self._regions.items():
+            if dtype == torch.bfloat16:
+                self._report(
+                    GradScalerWithBfloat16,
+                    "an enabled GradScaler scales a loss computed under bfloat16 autocast: "
+                    "bfloat16 has float32's range, so loss scaling only costs a sync per step",
+                    site,
+                    "drop the GradScaler (call loss.backward() and optimizer.step()), or "
+                    "create it with enabled=False for bfloat16",
+                )
+        site = user_site("scaler.scale")
+        for tensor in _tensors(scaled):
+            state.scaled.append(_Scaled(site, weakref.ref(tensor)))
+
+    def _unscale(self, original: Callable[..., None], scaler: Any, optimizer: Any) -> None:
+        self._guarded("checking scaler.unscale_", lambda: self._check_unscale(scaler, optimizer))
+        original(scaler, optimizer)
+
+    def _check_unscale(self, scaler: Any, optimizer: Any) -> None:
+        state = self._state(scaler)
+        if state is None:
+            return
+        state.unscaled = True
+        half = [p for p in _parameters(optimizer) if p.grad is not None]
+        if any(p.grad.dtype == torch.float16 for p in half if p.grad is not None):
+            self._report(
+                HalfModelWithGradScaler,
+                "the scaler unscales float16 gradients: the model's parameters are float16 "
+                "(a .half() model), which GradScaler cannot unscale",
+                user_site("scaler.unscale_"),
+                "keep the model in float32 and let torch.autocast compute in float16",
+            )
+
+    def _scaler_step(
+        self, original: Callable[..., Any], scaler: Any, optimizer: Any, *a: Any, **k: Any
+    ) -> Any:
+        self._guarded("checking scaler.step", lambda: self._check_step(scaler, optimizer))
+        self._local.scaler_step = True
+        try:
+            return original(scaler, optimizer, *a, **k)
+        finally:
+            self._local.scaler_step = False
+
+    def _check_step(self, scaler: Any, optimizer: Any) -> None:
+        state = self._state(scaler)
+        if state is None:
+            return
+        site = user_site("scaler.step")
+        if id(optimizer) in state.stepped:
+            self._report(
+                GradScalerWithoutUpdate,
+                "scaler.step() runs again for this optimizer with no scaler.update() since "
+                "the last one: the loss scale never adapts (on CUDA torch raises here)",
+                site,
+                "call scaler.update() once per iteration, after the scaler.step() calls",
+            )
+        state.stepped.add(id(optimizer))
+        for entry in state.scaled:
+            if not entry.used and not state.backward_scaled:
+                self._report(
+                    ScaledLossDiscarded,
+                    "the result of scaler.scale(loss) never reached backward(): the gradients "
+                    "are not scaled, so float16 gradients can underflow to zero",
+                    entry.site,
+                    "call backward() on the scaled loss: scaler.scale(loss).backward()",
+                )
+        state.scaled.clear()  # judged; keeps the list short where update() is never called
+
+    def _update(self, original: Callable[..., None], scaler: Any, *a: Any, **k: Any) -> None:
+        original(scaler, *a, **k)
+        if scaler in self._scalers:
+            self._scalers[scaler] = _ScalerState()
+
+    # --- autocast, backward, clipping, optimizer steps -----------------------------------------
+    def _autocast_enter(self, original: Callable[..., Any], region: Any) -> Any:
+        entered = original(region)
+        self._guarded("noting an autocast region", lambda: self._note_region(region))
+        return entered
+
+    def _note_region(self, region: Any) -> None:
+        self._deprecated(region, "autocast")
+        enabled = bool(getattr(region, "_enabled", False))
+        dtype = getattr(region, "fast_dtype", None)
+        if enabled and torch.is_grad_enabled() and isinstance(dtype, torch.dtype):
+            self._regions[user_site("torch.autocast")] = dtype
+
+    def _backward(self, original: Callable[..., None], tensors: Any, *a: Any, **k: Any) -> None:
+        self._guarded("checking backward", lambda: self._check_backward(tensors))
+        original(tensors, *a, **k)
+
+    def _check_backward(self, tensors: Any) -> None:
+        if any(torch.is_autocast_enabled(kind) for kind in _AUTOCAST_DEVICES):
+            self._report(
+                BackwardInsideAutocast,
+                "backward() runs inside an autocast region: its ops would run in the "
+                "precision autocast picked for the forward pass",
+                user_site("backward"),
+                "leave the `with torch.autocast(...)` block before calling backward()",
+            )
+        roots = [t for t in _tensors(tensors) if t.grad_fn is not None]
+        scaled = self._mark_scaled(roots)
+        if not scaled and not any(s.scaled or s.backward_scaled for s in self._live_states()):
+            self._check_unscaled_float16()
+        self._regions.clear()
+
+    def _live_states(self) -> list[_ScalerState]:
+        return list(self._scalers.values())
+
+    def _mark_scaled(self, roots: list[torch.Tensor]) -> bool:
+        """Mark the scaled outputs this backward reaches; True when it reaches one."""
+        reached = False
+        for state in self._live_states():
+            for entry in state.scaled:
+                output = entry.output()
+                if output is not None and any(_reaches(root, output) for root in roots):
+                    entry.used = state.backward_scaled = reached = True
+        return reached
+
+    def _check_unscaled_float16(self) -> None:
+        for site, dtype in self._regions.items():
+            if dtype == torch.float16:
+                self._report(
+                    Float16AutocastWithoutScaler,
+                    "a loss computed under float16 autocast is backpropagated without a "
+                    "GradScaler: small gradients underflow to zero in float16",
+                    site,
+                    'scale the loss: scaler = torch.amp.GradScaler("cuda"); '
+                    "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update() "
+                    "(or autocast to bfloat16, which needs no scaler)",
+                )
+
+    def _clip(self, original: Callable[..., Any], *a: Any, **k: Any) -> Any:
+        self._guarded("checking gradient clipping", self._check_clip)
+        return original(*a, **k)
+
+    def _check_clip(self) -> None:
+        if any(s.backward_scaled and not s.unscaled for s in self._live_states()):
+            self._report(
+                ClipWithoutUnscale,
+                "gradients are clipped while still multiplied by the loss scale: the "
+                "threshold then applies to scaled gradients",
+                user_site("clip_grad"),
+                "call scaler.unscale_(optimizer) before clipping",
+            )
+
+    def _optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._guarded("checking optimizer.step", lambda: self._check_optimizer_step(optimizer))
+
+    def _check_optimizer_step(self, optimizer: Any) -> None:
+        self._regions.clear()
+        if self._in_scaler_step:
+            return
+        if any(s.backward_scaled and id(optimizer) not in s.stepped for s in self._live_states()):
+            self._report(
+                OptimizerStepBypassesScaler,
+                "optimizer.step() is called directly after a scaled backward: the "
+                "gradients are still multiplied by the loss scale, and inf/NaN steps are "
+                "not skipped",
+                user_site("optimizer.step"),
+                "call scaler.step(optimizer) instead, then scaler.update()",
+            )
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    """The tensors of a backward or scale argument: a tensor, or a list or tuple of them."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                yield item
+
+
+def _parameters(optimizer: Any) -> Iterator[torch.Tensor]:
+    for group in getattr(optimizer, "param_groups", []):
+        yield from group.get("params", [])
+
+
+def _reaches(root: torch.Tensor, target: torch.Tensor) -> bool:
+    """Whether ``root`` is ``target`` or its graph (searched up to a bound) contains it."""
+    if root is target:
+        return True
+    wanted = target.grad_fn
+    if wanted is None:
+        return False
+    seen, frontier = 0, [root.grad_fn]
+    while frontier and seen < _GRAPH_NODES:
+        node = frontier.pop()
+        if node is None:
+            continue
+        if node is wanted:
+            return True
+        seen += 1
+        frontier.extend(next_node for next_node, _ in node.next_functions)
+    return False

@@ -1,0 +1,150 @@
+"""How the program feeds its loops: DistributedSamplers and DataLoaders that do not pin.
+
+- TP403: a shuffling DistributedSampler iterated again in the same epoch (``set_epoch`` was
+  never called on it between passes, so every epoch visits the samples in the same order);
+- TP407: a DistributedSampler that no loop ever iterated, while a DataLoader over its dataset
+  was (the loader shuffles the whole dataset on every rank instead);
+- TP201: a batch of a DataLoader made without ``pin_memory=True`` copied to the accelerator.
+
+Findings point at the line that made the sampler or the loader, where the fix goes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, dataloader
+
+from torchport.findings import Fix
+from torchport.rules.distributed import DistributedSamplerUnused, SamplerWithoutSetEpoch
+from torchport.rules.transfer import LoaderWithoutPinMemory
+from torchport.runtime.patching import Patches
+from torchport.runtime.sites import Site, tensor_leaves, user_site
+
+if TYPE_CHECKING:
+    from torchport.runtime.observer import Observer
+
+
+class _SamplerState:
+    def __init__(self, site: Site | None) -> None:
+        self.site = site
+        self.epochs: set[int] = set()
+
+
+class SamplerMonitor:
+    """Wraps DistributedSampler and DataLoader for the length of a watch."""
+
+    def __init__(self, observer: Observer) -> None:
+        self._observer = observer
+        self._patches = Patches()
+        self._samplers: weakref.WeakKeyDictionary[Any, _SamplerState] = weakref.WeakKeyDictionary()
+        self._loaders: weakref.WeakKeyDictionary[Any, Site | None] = weakref.WeakKeyDictionary()
+        # Samplers over the dataset of a loader that iterated without them (TP407 at the end
+        # if no loop ever iterates them).
+        self._suspects: list[_SamplerState] = []
+
+    def install(self) -> None:
+        wrap = self._patches.wrap
+        wrap(DistributedSampler, "__init__", self._sampler_init)
+        wrap(DistributedSampler, "__iter__", self._sampler_iter)
+        wrap(DataLoader, "__init__", self._loader_init)
+        wrap(DataLoader, "__iter__", self._loader_iter)
+        wrap(dataloader._BaseDataLoaderIter, "__next__", self._next)
+
+    def remove(self) -> None:
+        self._patches.restore()
+        self._guarded("checking samplers", self._unused_samplers)
+
+    def _guarded(self, what: str, check: Any, *args: Any) -> None:
+        try:
+            check(*args)
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            self._observer.internal(what, internal)
+
+    # --- samplers -------------------------------------------------------------------------------
+    def _sampler_init(self, original: Any, sampler: Any, *args: Any, **kwargs: Any) -> None:
+        original(sampler, *args, **kwargs)
+        self._samplers[sampler] = _SamplerState(user_site("DistributedSampler"))
+
+    def _sampler_iter(self, original: Any, sampler: Any) -> Any:
+        self._guarded("checking a sampler's epoch", self._check_epoch, sampler)
+        return original(sampler)
+
+    def _check_epoch(self, sampler: Any) -> None:
+        state = self._samplers.get(sampler)
+        if state is None:
+            return
+        epoch = int(getattr(sampler, "epoch", 0))
+        if epoch in state.epochs and getattr(sampler, "shuffle", False):
+            self._observer.add(
+                SamplerWithoutSetEpoch.finding(
+                    f"this DistributedSampler is iterated again in epoch {epoch}: without "
+                    "set_epoch it shuffles every epoch into the same order",
+                    None if state.site is None else state.site.location(),
+                    Fix("call sampler.set_epoch(epoch) at the start of every epoch"),
+                ),
+                state.site,
+            )
+        state.epochs.add(epoch)
+
+    def _unused_samplers(self) -> None:
+        for state in self._suspects:
+            if state.epochs:
+                continue
+            self._observer.add(
+                DistributedSamplerUnused.finding(
+                    "this DistributedSampler is never iterated, while a DataLoader over the "
+                    "same dataset is: every rank goes through the whole dataset",
+                    None if state.site is None else state.site.location(),
+                    Fix(
+                        "pass it to the DataLoader: DataLoader(dataset, sampler=sampler) "
+                        "(and no shuffle=True)"
+                    ),
+                ),
+                state.site,
+            )
+
+    # --- loaders --------------------------------------------------------------------------------
+    def _loader_init(self, original: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+        original(loader, *args, **kwargs)
+        self._loaders[loader] = user_site("DataLoader")
+
+    def _loader_iter(self, original: Any, loader: Any) -> Any:
+        iterator = original(loader)
+        self._guarded("checking a loader's sampler", self._note_suspects, loader)
+        if not loader.pin_memory and isinstance(iterator, dataloader._BaseDataLoaderIter):
+            iterator._torchport_loader_site = self._loaders.get(loader)  # type: ignore[attr-defined]
+        return iterator
+
+    def _note_suspects(self, loader: Any) -> None:
+        used = {id(loader.sampler), id(getattr(loader.batch_sampler, "sampler", None))}
+        for sampler, state in list(self._samplers.items()):
+            unused = sampler.dataset is loader.dataset and id(sampler) not in used
+            if unused and state not in self._suspects:
+                self._suspects.append(state)
+
+    def _next(self, original: Any, iterator: Any) -> Any:
+        batch = original(iterator)
+        site = getattr(iterator, "_torchport_loader_site", None)
+        if site is not None:  # a loader that does not pin: its batch's copies are judged
+            for tensor in tensor_leaves(batch):
+                self._observer.unpinned[tensor] = site
+        return batch
+
+
+def note_copy(observer: Observer, source: torch.Tensor, dst: torch.device) -> None:
+    """TP201 when ``source`` came from a loader that does not pin and goes to an accelerator."""
+    site = observer.unpinned.get(source)  # type: ignore[no-untyped-call]
+    if not isinstance(site, Site) or dst.type == "cpu":
+        return
+    observer.add(
+        LoaderWithoutPinMemory.finding(
+            f"batches of this DataLoader are copied to {dst} from pageable memory: each copy "
+            "is staged through a pinned buffer first and cannot overlap with compute",
+            site.location(),
+            Fix("DataLoader(..., pin_memory=True), and .to(device, non_blocking=True)"),
+        ),
+        site,
+    )

@@ -1,0 +1,45 @@
+"""Reads of device data that the observer's generic handlers would let pass unremarked."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from torchport.findings import Fix
+from torchport.rules.device import NumpyOfDeviceTensor
+from torchport.runtime.sites import user_site
+
+if TYPE_CHECKING:
+    from torchport.runtime.observer import Handler, Observer
+
+
+def masked_index(
+    observer: Observer, base: Handler, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``x[mask]`` with a boolean mask on the device: the result's size is read back (a sync)."""
+    index = args[1] if len(args) > 1 else None
+    if isinstance(index, tuple):
+        index = next((i for i in index if isinstance(i, torch.Tensor)), None)
+    if (
+        isinstance(index, torch.Tensor)
+        and index.dtype == torch.bool
+        and index.device.type != "cpu"
+        and index.dim() > 0
+    ):
+        observer.on_sync("tensor[bool mask]", index)
+    return base(func, args, kwargs)
+
+
+def numpy_of_device_tensor(observer: Observer, tensor: torch.Tensor) -> None:
+    """TP108: NumPy asked for a device tensor (torch raises next, naming no line of the user's)."""
+    site = user_site(".numpy()")
+    observer.add(
+        NumpyOfDeviceTensor.finding(
+            f"NumPy is asked for a tensor on {tensor.device}: torch refuses (NumPy reads "
+            "host memory only)",
+            None if site is None else site.location(),
+            Fix("copy it to the host first: tensor.detach().cpu().numpy()"),
+        ),
+        site,
+    )

@@ -1,0 +1,218 @@
+"""`run` reports library calls that are porting mistakes by themselves (runtime/apis.py) and
+loss targets of the wrong dtype (runtime/losses.py) at the user's line, and stays quiet about
+the correct forms of the same calls."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+from torchport.findings import Severity
+from torchport.runtime import watch
+
+HERE = Path(__file__).read_text(encoding="utf-8").splitlines()
+
+
+def _line(marker: str) -> int:
+    [line] = [n for n, text in enumerate(HERE, 1) if text.rstrip().endswith(f"# {marker}")]
+    return line
+
+
+def _codes(w: watch) -> set[tuple[str, int]]:
+    return {
+        (f.code, f.location.line)
+        for f in w.findings
+        if f.severity >= Severity.WARNING and f.location is not None and f.location.path == __file__
+    }
+
+
+def _float_class_target() -> None:
+    logits = torch.randn(5, 3, device="cuda")
+    F.cross_entropy(logits, torch.randint(0, 3, (5,), device="cuda").float())  # TP304 ce
+
+
+def _int_bce_target() -> None:
+    criterion = nn.BCEWithLogitsLoss()
+    logits, y = torch.randn(5, 1, device="cuda"), torch.ones(5, 1, device="cuda").long()
+    criterion(logits, y)  # TP304 bce
+
+
+def _int32_nll_target() -> None:
+    logp = torch.randn(4, 3, device="cuda").log_softmax(1)
+    F.nll_loss(logp, torch.zeros(4, dtype=torch.int32, device="cuda"))  # TP304 nll
+
+
+def _correct_targets() -> None:
+    logits = torch.randn(5, 3, device="cuda")
+    F.cross_entropy(logits, torch.randint(0, 3, (5,), device="cuda"))
+    F.cross_entropy(logits, torch.softmax(torch.randn(5, 3, device="cuda"), 1))  # probabilities
+    nn.MSELoss()(torch.randn(5, device="cuda"), torch.randn(5, device="cuda"))
+    F.binary_cross_entropy_with_logits(logits, torch.rand(5, 3, device="cuda"))
+
+
+def _checkpoint(map_location: str | None) -> None:
+    path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+    torch.save(nn.Linear(2, 2).to("cuda").state_dict(), path)
+    if map_location is None:
+        torch.load(path)  # TP107
+    else:
+        torch.load(path, map_location=map_location)
+
+
+def _pin_in_loop() -> None:
+    for x in torch.randn(4, 2, 3):
+        x.pin_memory().to("cuda", non_blocking=True)  # TP203
+
+
+def _loader_pins() -> None:
+    loader = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=2, pin_memory=True)
+    for (x,) in loader:
+        x.to("cuda", non_blocking=True)
+
+
+def _empty_cache_in_loop() -> None:
+    model = nn.Linear(3, 1).to("cuda")
+    for _ in range(4):
+        model(torch.randn(2, 3, device="cuda")).sum().backward()
+        torch.cuda.empty_cache()  # TP207
+
+
+def _data_parallel() -> None:
+    nn.DataParallel(nn.Linear(2, 2)).to("cuda")  # TP401
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        (_float_class_target, {("TP304", _line("TP304 ce"))}),
+        (_int_bce_target, {("TP304", _line("TP304 bce"))}),
+        (_int32_nll_target, {("TP304", _line("TP304 nll"))}),
+        (_correct_targets, set()),
+        (lambda: _checkpoint(None), {("TP107", _line("TP107"))}),
+        (lambda: _checkpoint("cpu"), set()),
+        (_pin_in_loop, {("TP203", _line("TP203"))}),
+        (_loader_pins, set()),
+        (_empty_cache_in_loop, {("TP207", _line("TP207"))}),
+        (_data_parallel, {("TP401", _line("TP401"))}),
+    ],
+)
+def test_calls_and_loss_targets_are_judged_at_the_users_line(
+    program: Callable[[], None], expected: set[tuple[str, int]]
+) -> None:
+    # torch refuses the wrong targets after torchport has seen them
+    with watch("cuda") as w, contextlib.suppress(RuntimeError):
+        program()
+    assert _codes(w) == expected
+
+
+def test_set_default_tensor_type_is_reported_and_its_effect_undone_here() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own deprecation warning
+        with watch("cuda") as w:
+            torch.set_default_tensor_type(torch.DoubleTensor)  # TP113
+        torch.set_default_dtype(torch.float32)
+    assert _codes(w) == {("TP113", _line("TP113"))}
+
+
+def _ddp(set_device: bool) -> watch:
+    store = os.path.join(tempfile.mkdtemp(), "store")
+    with watch("cuda") as w:
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+        try:
+            if set_device:
+                torch.cuda.set_device(0)
+            model = nn.Linear(3, 1).to("cuda")
+            nn.parallel.DistributedDataParallel(model)  # TP402
+        finally:
+            dist.destroy_process_group()
+    return w
+
+
+@pytest.mark.parametrize("set_device", [False, True])
+def test_ddp_without_device_ids_is_reported_unless_the_process_chose_its_device(
+    set_device: bool,
+) -> None:
+    expected = set() if set_device else {("TP402", _line("TP402"))}
+    assert _codes(_ddp(set_device)) == expected
+
+
+def _numpy_of_device_tensor() -> None:
+    torch.randn(3, device="cuda").numpy()  # TP108
+
+
+def _generated_on_host_each_step() -> None:
+    model = nn.Linear(4, 1).to("cuda")
+    for _ in range(3):
+        model(torch.randn(2, 4).to("cuda")).sum().backward()  # TP104
+
+
+def _generated_on_host_once() -> None:
+    model = nn.Linear(4, 1).to("cuda")
+    fixed = torch.randn(2, 4).to("cuda")
+    for _ in range(3):
+        model(fixed).sum().backward()
+
+
+def _masked_in_loop() -> None:
+    model = nn.Linear(4, 1).to("cuda")
+    for _ in range(4):
+        x = torch.randn(8, 4, device="cuda")
+        model(x[x[:, 0] > 0]).sum().backward()  # TP206
+
+
+def _unpinned_loader() -> None:
+    loader = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=2)  # TP201
+    for (x,) in loader:
+        x.to("cuda")
+
+
+def _sampler_epochs(set_epoch: bool) -> None:
+    dataset = TensorDataset(torch.randn(8, 2))
+    sampler = DistributedSampler(dataset, num_replicas=1, rank=0)  # TP403
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    for epoch in range(2):
+        if set_epoch:
+            sampler.set_epoch(epoch)
+        for _ in loader:
+            pass
+
+
+def _sampler_unused() -> None:
+    dataset = TensorDataset(torch.randn(8, 2))
+    sampler = DistributedSampler(dataset, num_replicas=1, rank=0)  # TP407
+    for _ in DataLoader(dataset, batch_size=4, shuffle=True):
+        pass
+    del sampler
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        (_numpy_of_device_tensor, {("TP108", _line("TP108"))}),
+        (_generated_on_host_each_step, {("TP104", _line("TP104"))}),
+        (_generated_on_host_once, set()),
+        (_masked_in_loop, {("TP206", _line("TP206"))}),
+        (_unpinned_loader, {("TP201", _line("TP201"))}),
+        (_loader_pins, set()),
+        (lambda: _sampler_epochs(set_epoch=False), {("TP403", _line("TP403"))}),
+        (lambda: _sampler_epochs(set_epoch=True), set()),
+        (_sampler_unused, {("TP407", _line("TP407"))}),
+    ],
+)
+def test_data_and_sync_mistakes_are_judged_at_the_users_line(
+    program: Callable[[], None], expected: set[tuple[str, int]]
+) -> None:
+    with watch("cuda") as w, contextlib.suppress(TypeError):  # .numpy() of a device tensor
+        program()
+    assert _codes(w) == expected
