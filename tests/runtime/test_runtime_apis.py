@@ -177,6 +177,14 @@ def _unpinned_loader() -> None:
         x.to("cuda")
 
 
+def _unpinned_once_or_by_choice() -> None:
+    x = next(iter(DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=8)))[0]
+    x.to("cuda")  # one validation batch: not worth pinning
+    chosen = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=2, pin_memory=False)
+    for (y,) in chosen:
+        y.to("cuda")
+
+
 def _sampler_epochs(set_epoch: bool) -> None:
     dataset = TensorDataset(torch.randn(8, 2))
     sampler = DistributedSampler(dataset, num_replicas=1, rank=0)  # TP403
@@ -204,6 +212,7 @@ def _sampler_unused() -> None:
         (_generated_on_host_once, set()),
         (_masked_in_loop, {("TP206", _line("TP206"))}),
         (_unpinned_loader, {("TP201", _line("TP201"))}),
+        (_unpinned_once_or_by_choice, set()),
         (_loader_pins, set()),
         (lambda: _sampler_epochs(set_epoch=False), {("TP403", _line("TP403"))}),
         (lambda: _sampler_epochs(set_epoch=True), set()),

@@ -88,6 +88,9 @@ class AmpMonitor:
         # Enabled autocast regions entered with grad on since the last backward or optimizer
         # step, by site (a loop enters the same region each step).
         self._regions: dict[Site | None, torch.dtype] = {}
+        # No check runs on backward, clipping or optimizer steps until the program has entered
+        # an autocast region or made an enabled scaler: an fp32 loop pays two attribute reads.
+        self._amp_seen = False
         self._local = threading.local()
         self._patches = Patches()
         self._hook: Any = None
@@ -131,6 +134,7 @@ class AmpMonitor:
         state = self._scalers.get(scaler)
         if state is None:
             state = self._scalers[scaler] = _ScalerState()
+            self._amp_seen = True
         return state
 
     @property
@@ -249,12 +253,14 @@ class AmpMonitor:
     def _note_region(self, region: Any) -> None:
         self._deprecated(region, "autocast")
         enabled = bool(getattr(region, "_enabled", False))
+        self._amp_seen = self._amp_seen or enabled
         dtype = getattr(region, "fast_dtype", None)
         if enabled and torch.is_grad_enabled() and isinstance(dtype, torch.dtype):
             self._regions[user_site("torch.autocast")] = dtype
 
     def _backward(self, original: Callable[..., None], tensors: Any, *a: Any, **k: Any) -> None:
-        self._guarded("checking backward", lambda: self._check_backward(tensors))
+        if self._amp_seen:
+            self._guarded("checking backward", lambda: self._check_backward(tensors))
         original(tensors, *a, **k)
 
     def _check_backward(self, tensors: Any) -> None:
@@ -299,7 +305,8 @@ class AmpMonitor:
                 )
 
     def _clip(self, original: Callable[..., Any], *a: Any, **k: Any) -> Any:
-        self._guarded("checking gradient clipping", self._check_clip)
+        if self._amp_seen:
+            self._guarded("checking gradient clipping", self._check_clip)
         return original(*a, **k)
 
     def _check_clip(self) -> None:
@@ -313,7 +320,8 @@ class AmpMonitor:
             )
 
     def _optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._guarded("checking optimizer.step", lambda: self._check_optimizer_step(optimizer))
+        if self._amp_seen:
+            self._guarded("checking optimizer.step", lambda: self._check_optimizer_step(optimizer))
 
     def _check_optimizer_step(self, optimizer: Any) -> None:
         self._regions.clear()

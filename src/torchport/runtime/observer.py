@@ -91,8 +91,8 @@ class Observer(TorchFunctionMode):
         # a len() of the weak dictionary on every op.
         self.pending: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self.has_pending = False
-        # Tensors of batches from DataLoaders that do not pin -> the line that made the loader
-        # (filled by samplers.SamplerMonitor, read at host-to-device copies).
+        # Tensors of batches from DataLoaders that do not pin -> their loader's record (filled
+        # by samplers.SamplerMonitor, read at host-to-device copies).
         self.unpinned: WeakIdKeyDictionary = WeakIdKeyDictionary()
         # True while a block runs unobserved (see `unobserved`); read by the from_numpy patch.
         self.quiet = False

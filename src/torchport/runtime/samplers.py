@@ -4,7 +4,8 @@
   never called on it between passes, so every epoch visits the samples in the same order);
 - TP407: a DistributedSampler that no loop ever iterated, while a DataLoader over its dataset
   was (the loader shuffles the whole dataset on every rank instead);
-- TP201: a batch of a DataLoader made without ``pin_memory=True`` copied to the accelerator.
+- TP201: batches of a DataLoader made without ``pin_memory`` copied to the accelerator, step
+  after step (as ``check``, an explicit ``pin_memory=False`` is the program's choice).
 
 Findings point at the line that made the sampler or the loader, where the fix goes.
 """
@@ -26,6 +27,18 @@ from torchport.runtime.sites import Site, tensor_leaves, user_site
 if TYPE_CHECKING:
     from torchport.runtime.observer import Observer
 
+# A loader whose batches are copied this often is feeding a loop (a single validation batch
+# is not worth pinning).
+MIN_UNPINNED_COPIES = 3
+
+
+class _Unpinned:
+    """A loader that does not pin (by the line that made it), and its batches' copies so far."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.copies = 0
+
 
 class _SamplerState:
     def __init__(self, site: Site | None) -> None:
@@ -40,7 +53,7 @@ class SamplerMonitor:
         self._observer = observer
         self._patches = Patches()
         self._samplers: weakref.WeakKeyDictionary[Any, _SamplerState] = weakref.WeakKeyDictionary()
-        self._loaders: weakref.WeakKeyDictionary[Any, Site | None] = weakref.WeakKeyDictionary()
+        self._loaders: weakref.WeakKeyDictionary[Any, _Unpinned] = weakref.WeakKeyDictionary()
         # Samplers over the dataset of a loader that iterated without them (TP407 at the end
         # if no loop ever iterates them).
         self._suspects: list[_SamplerState] = []
@@ -109,13 +122,15 @@ class SamplerMonitor:
     # --- loaders --------------------------------------------------------------------------------
     def _loader_init(self, original: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
         original(loader, *args, **kwargs)
-        self._loaders[loader] = user_site("DataLoader")
+        site = user_site("DataLoader")
+        if "pin_memory" not in kwargs and site is not None:
+            self._loaders[loader] = _Unpinned(site)
 
     def _loader_iter(self, original: Any, loader: Any) -> Any:
         iterator = original(loader)
         self._guarded("checking a loader's sampler", self._note_suspects, loader)
         if not loader.pin_memory and isinstance(iterator, dataloader._BaseDataLoaderIter):
-            iterator._torchport_loader_site = self._loaders.get(loader)  # type: ignore[attr-defined]
+            iterator._torchport_unpinned = self._loaders.get(loader)  # type: ignore[attr-defined]
         return iterator
 
     def _note_suspects(self, loader: Any) -> None:
@@ -127,18 +142,23 @@ class SamplerMonitor:
 
     def _next(self, original: Any, iterator: Any) -> Any:
         batch = original(iterator)
-        site = getattr(iterator, "_torchport_loader_site", None)
-        if site is not None:  # a loader that does not pin: its batch's copies are judged
+        mark = getattr(iterator, "_torchport_unpinned", None)
+        if mark is not None:  # a loader that does not pin: its batch's copies are counted
             for tensor in tensor_leaves(batch):
-                self._observer.unpinned[tensor] = site
+                self._observer.unpinned[tensor] = mark
         return batch
 
 
 def note_copy(observer: Observer, source: torch.Tensor, dst: torch.device) -> None:
-    """TP201 when ``source`` came from a loader that does not pin and goes to an accelerator."""
-    site = observer.unpinned.get(source)  # type: ignore[no-untyped-call]
-    if not isinstance(site, Site) or dst.type == "cpu":
+    """TP201 once MIN_UNPINNED_COPIES batches of a loader that does not pin went to the device."""
+    mark = observer.unpinned.get(source)  # type: ignore[no-untyped-call]
+    if not isinstance(mark, _Unpinned) or dst.type == "cpu":
         return
+    del observer.unpinned[source]  # one count per tensor, however often it is copied
+    mark.copies += 1
+    if mark.copies != MIN_UNPINNED_COPIES:
+        return
+    site = mark.site
     observer.add(
         LoaderWithoutPinMemory.finding(
             f"batches of this DataLoader are copied to {dst} from pageable memory: each copy "
