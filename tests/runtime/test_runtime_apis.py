@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils import rnn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from torchport.findings import Severity
@@ -88,6 +89,16 @@ def _empty_cache_in_loop() -> None:
         torch.cuda.empty_cache()  # TP207
 
 
+def _packed(lengths_device: str) -> None:
+    padded, lengths = torch.randn(2, 3, 4, device="cuda"), torch.tensor([3, 1])
+    rnn.pack_padded_sequence(padded, lengths.to(lengths_device), batch_first=True)  # TP116
+
+
+def _embedding(ids: torch.Tensor) -> None:
+    embed = nn.Embedding(10, 4).to("cuda")
+    embed(ids.to("cuda"))  # TP352
+
+
 def _data_parallel() -> None:
     nn.DataParallel(nn.Linear(2, 2)).to("cuda")  # TP401
 
@@ -105,6 +116,10 @@ def _data_parallel() -> None:
         (_loader_pins, set()),
         (_empty_cache_in_loop, {("TP207", _line("TP207"))}),
         (_data_parallel, {("TP401", _line("TP401"))}),
+        (lambda: _packed("cuda"), {("TP116", _line("TP116"))}),
+        (lambda: _packed("cpu"), set()),
+        (lambda: _embedding(torch.floor(torch.rand(2, 3) * 10)), {("TP352", _line("TP352"))}),
+        (lambda: _embedding(torch.randint(0, 10, (2, 3))), set()),
     ],
 )
 def test_calls_and_loss_targets_are_judged_at_the_users_line(

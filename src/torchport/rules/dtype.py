@@ -377,3 +377,36 @@ class NonFiniteOpOutput(Rule):
     code = "TP351"
     name = "non-finite-op-output"
     severity = Severity.ERROR
+
+
+@register
+class FloatIndicesToEmbedding(Rule):
+    """## What it does
+    Reports, at run time, a floating-point tensor passed as indices to `nn.Embedding` or
+    `nn.EmbeddingBag`.
+
+    ## Why is this bad?
+    Embedding looks rows up by integer index: torch stops with "Expected tensor for argument #1
+    'indices' to have one of the following scalar types: Long, Int". Token ids usually become
+    float on the way: built with `torch.floor`, read from a float NumPy array, or cast with the
+    features by a `.float()` on the whole batch.
+
+    ## Example
+    ```python
+    ids = torch.floor(torch.rand(4, 5) * vocab)
+    out = embed(ids)
+    ```
+
+    ## Use instead
+    ```python
+    ids = torch.randint(0, vocab, (4, 5))
+    out = embed(ids)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP352"
+    name = "float-indices-to-embedding"
+    severity = Severity.ERROR

@@ -1,5 +1,6 @@
 """Library calls that are a porting mistake by themselves, seen where the program makes them.
 
+- TP116: ``pack_padded_sequence`` given lengths on the device (they must stay on the CPU);
 - TP113: ``torch.set_default_tensor_type`` (deprecated; a CUDA type puts every factory on it);
 - TP107: ``torch.load`` without ``map_location`` that restores tensors onto an accelerator (the
   checkpoint then cannot load on a machine without one);
@@ -22,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 from torch.nn import parallel
+from torch.nn.utils import rnn
 
 from torchport.findings import Fix
 from torchport.rules import Rule
 from torchport.rules.device import TorchLoadWithoutMapLocation
 from torchport.rules.device_api import SetDefaultTensorType
+from torchport.rules.device_ops import PackedLengthsOnDevice
 from torchport.rules.distributed import DataParallelUsed, DdpWithoutDeviceIds
 from torchport.rules.transfer import PinMemoryOnMainThread
 from torchport.runtime.patching import Patches
@@ -55,6 +58,7 @@ class ApiMonitor:
         wrap(torch.Tensor, "pin_memory", self._pin_memory)
         wrap(torch.cuda, "empty_cache", self._empty_cache)
         wrap(torch.cuda, "set_device", self._set_device)
+        wrap(rnn, "pack_padded_sequence", self._pack_padded)
         wrap(nn.DataParallel, "__init__", self._data_parallel)
         wrap(parallel.DistributedDataParallel, "__init__", self._ddp)
 
@@ -142,6 +146,17 @@ class ApiMonitor:
     def _set_device(self, original: Any, device: Any) -> None:
         self._device_set = True
         original(device)
+
+    def _pack_padded(self, original: Any, padded: Any, lengths: Any, *a: Any, **k: Any) -> Any:
+        if isinstance(lengths, torch.Tensor) and lengths.device.type != "cpu":
+            self._report(
+                PackedLengthsOnDevice,
+                f"pack_padded_sequence got its lengths on {lengths.device}: it reads them on "
+                "the host and refuses device lengths",
+                user_site("pack_padded_sequence"),
+                "keep the lengths on the CPU (pass lengths.cpu(), or do not move them)",
+            )
+        return original(padded, lengths, *a, **k)
 
     def _data_parallel(self, original: Any, wrapper: Any, *args: Any, **kwargs: Any) -> None:
         original(wrapper, *args, **kwargs)

@@ -24,7 +24,11 @@ from torch.utils.data import dataloader
 
 from torchport.findings import Fix
 from torchport.rules.amp import HalfInputToFloatLayer
-from torchport.rules.dtype import Float64OnAccelerator, IntegerInputToFloatLayer
+from torchport.rules.dtype import (
+    Float64OnAccelerator,
+    FloatIndicesToEmbedding,
+    IntegerInputToFloatLayer,
+)
 from torchport.runtime.record import LoaderStats
 from torchport.runtime.sites import user_site
 from torchport.transfer._prefetch import PrefetchIterator
@@ -38,7 +42,8 @@ _AUTOCAST_DEVICES = ("cuda", "cpu", "mps")
 
 
 def check_module_inputs(observer: Observer, module: nn.Module, args: tuple[Any, ...]) -> None:
-    """A float64, integer or (outside autocast) half input to a float32 layer (TP302, TP303, TP313).
+    """A float64, integer or (outside autocast) half input to a float32 layer (TP302, TP303,
+    TP313), or float indices to an embedding (TP352).
 
     Only the input a layer computes on is checked: torch.nn's own ``forward`` and its first
     argument. A module of the user's own may take integer indices beside its features (a graph
@@ -46,13 +51,19 @@ def check_module_inputs(observer: Observer, module: nn.Module, args: tuple[Any, 
     arguments; an op inside that gets a wrong dtype still fails with its error explained.
     """
     value = args[0] if args else None
-    if not isinstance(value, torch.Tensor) or value.dtype == torch.float32:
+    if not isinstance(value, torch.Tensor):
+        return
+    if isinstance(module, _INDEX_LAYERS):
+        if value.is_floating_point() and _torch_layer(module):
+            _float_indices(observer, module, value)
+        return
+    if value.dtype == torch.float32:
         return
     kind = _odd_input(value)
     if kind is None or not _torch_layer(module):
         return
     weight = next(module.parameters(recurse=False), None)
-    if weight is None or weight.dtype != torch.float32 or isinstance(module, _INDEX_LAYERS):
+    if weight is None or weight.dtype != torch.float32:
         return
     if kind == "half" and _autocast_on():
         return  # autocast casts the weights for the layer: mixed precision as meant
@@ -117,6 +128,21 @@ def _report(observer: Observer, module: nn.Module, value: torch.Tensor, kind: st
             location,
             Fix("convert it with .float() (or use nn.Embedding for indices)"),
         )
+    observer.add(finding, site, key=path)
+
+
+def _float_indices(observer: Observer, module: nn.Module, value: torch.Tensor) -> None:
+    path = observer.tracker.path(module)
+    site = user_site(f"{path}(...)")
+    origin = observer.provenance.get(value)
+    made = f"; they were made at {origin} by {origin.call}" if origin else ""
+    dtype = str(value.dtype).replace("torch.", "")
+    finding = FloatIndicesToEmbedding.finding(
+        f"{dtype} indices of shape {tuple(value.shape)} to {path} ({type(module).__name__})"
+        f"{made}: embeddings are looked up by integer index",
+        None if site is None else site.location(),
+        Fix("make the indices int64 where they are built (.long(), or torch.randint)"),
+    )
     observer.add(finding, site, key=path)
 
 
