@@ -7,8 +7,9 @@
 - TP203: ``.pin_memory()`` called by the program on its training thread, step after step;
 - TP207: ``torch.cuda.empty_cache()`` in the loop (counted as the sync it is);
 - TP401: ``nn.DataParallel`` made on an accelerator;
-- TP402: DistributedDataParallel over an accelerator model without ``device_ids``, in a
-  process that never called ``torch.cuda.set_device`` (every rank then shares one GPU).
+- TP402: DistributedDataParallel over an accelerator model without ``device_ids``, with no
+  ``torch.cuda.set_device`` call seen (under ``run`` that is the whole program; a ``watch()``
+  block sees only its own calls), so every rank shares one GPU.
 
 Each wrapper does its bookkeeping and calls the original with the original arguments.
 """
@@ -186,8 +187,8 @@ class ApiMonitor:
         self._report(
             DdpWithoutDeviceIds,
             f"DistributedDataParallel wraps a model on {weight.device} without device_ids, and "
-            "this process never called torch.cuda.set_device: under torchrun every rank "
-            "would use that one GPU",
+            "no torch.cuda.set_device call was seen: under torchrun every rank would use that "
+            "one GPU",
             user_site("DistributedDataParallel"),
             'local_rank = int(os.environ["LOCAL_RANK"]); torch.cuda.set_device(local_rank); '
             "model.to(local_rank); DDP(model, device_ids=[local_rank])",
