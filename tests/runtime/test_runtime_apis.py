@@ -211,6 +211,17 @@ def _sampler_epochs(set_epoch: bool) -> None:
             pass
 
 
+def _peek_then_set_epoch() -> None:
+    # pytorch/examples' DDP tutorial: the first batch is peeked at before set_epoch each epoch
+    dataset = TensorDataset(torch.randn(8, 2))
+    loader = DataLoader(dataset, batch_size=4, sampler=DistributedSampler(dataset, 1, 0))
+    for epoch in range(2):
+        next(iter(loader))
+        loader.sampler.set_epoch(epoch)  # type: ignore[attr-defined]
+        for _ in loader:
+            pass
+
+
 def _sampler_unused() -> None:
     dataset = TensorDataset(torch.randn(8, 2))
     sampler = DistributedSampler(dataset, num_replicas=1, rank=0)  # TP407
@@ -231,6 +242,7 @@ def _sampler_unused() -> None:
         (_loader_pins, set()),
         (lambda: _sampler_epochs(set_epoch=False), {("TP403", _line("TP403"))}),
         (lambda: _sampler_epochs(set_epoch=True), set()),
+        (_peek_then_set_epoch, set()),
         (_sampler_unused, {("TP407", _line("TP407"))}),
     ],
 )

@@ -190,3 +190,17 @@ def test_files_of_installed_libraries_are_never_named_as_the_users_line() -> Non
     assert not is_user_file("/env/lib/python3.11/site-packages/torchvision/transforms.py")
     assert not is_user_file("/usr/lib/python3/dist-packages/timm/models/vit.py")
     assert is_user_file(__file__)
+
+
+def test_module_to_an_index_or_a_device_keyword_moves_it_to_the_simulated_accelerator() -> None:
+    # pytorch/examples' DDP tutorial: `model.to(local_rank)`, then batches `.to(local_rank)`
+    with watch("cuda") as w:
+        model = nn.Linear(3, 1).to(0)
+        by_keyword = nn.Linear(3, 1).to(device=0)
+        by_name = nn.Linear(3, 1).to(device="cuda")
+        out = model(torch.randn(2, 3).to(0))
+    assert next(model.parameters()).device == torch.device("cuda", 0)
+    assert next(by_keyword.parameters()).device == torch.device("cuda", 0)
+    assert next(by_name.parameters()).device == torch.device("cuda", 0)
+    assert out.device == torch.device("cuda", 0)
+    assert w.failure is None

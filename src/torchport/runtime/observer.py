@@ -56,6 +56,9 @@ _PROMOTING = {
     T.__radd__, T.__rsub__, T.__rmul__, T.__truediv__, T.__rtruediv__,
 }  # fmt: skip
 _FLOATS = {torch.float32, torch.float64}
+# Module.to's argument parser: it makes nothing, and its ``device=`` keyword must reach it as
+# given (routed as a factory's, the simulated device became the CPU: model.to(device=...)).
+_PARSE_TO = torch._C._nn._parse_to
 # Questions about a tensor's metadata: no compute on any device, so no op of the model's
 # (DataParallel asks is_complex() of each CPU batch it scatters to the GPUs).
 _METADATA = {
@@ -155,7 +158,7 @@ class Observer(TorchFunctionMode):
     def _classify(self, func: Any) -> Handler:
         name = getattr(func, "__name__", "")
         handler: Handler
-        if name in ("__get__", "__set__") or func in _METADATA:
+        if name in ("__get__", "__set__") or func in _METADATA or func is _PARSE_TO:
             handler = _passthrough
         elif func in _FACTORIES:
             handler = self._factory

@@ -1,7 +1,8 @@
 """How the program feeds its loops: DistributedSamplers and DataLoaders that do not pin.
 
-- TP403: a shuffling DistributedSampler iterated again in the same epoch (``set_epoch`` was
-  never called on it between passes, so every epoch visits the samples in the same order);
+- TP403: a shuffling DistributedSampler iterated in several passes whose ``set_epoch`` is never
+  called, so every epoch visits the samples in the same order (a pass that only peeks at the
+  first batch before ``set_epoch``, as pytorch/examples' DDP tutorial does, is no mistake);
 - TP407: a DistributedSampler that no loop ever iterated, while a DataLoader over its dataset
   was (the loader shuffles the whole dataset on every rank instead);
 - TP201: batches of a DataLoader made without ``pin_memory`` copied to the accelerator, step
@@ -41,9 +42,11 @@ class _Unpinned:
 
 
 class _SamplerState:
-    def __init__(self, site: Site | None) -> None:
+    def __init__(self, site: Site | None, shuffle: bool) -> None:
         self.site = site
-        self.epochs: set[int] = set()
+        self.shuffle = shuffle
+        self.passes = 0
+        self.epoch_set = False
 
 
 class SamplerMonitor:
@@ -54,6 +57,7 @@ class SamplerMonitor:
         self._patches = Patches()
         self._samplers: weakref.WeakKeyDictionary[Any, _SamplerState] = weakref.WeakKeyDictionary()
         self._loaders: weakref.WeakKeyDictionary[Any, _Unpinned] = weakref.WeakKeyDictionary()
+        self._states: list[_SamplerState] = []
         # Samplers over the dataset of a loader that iterated without them (TP407 at the end
         # if no loop ever iterates them).
         self._suspects: list[_SamplerState] = []
@@ -62,13 +66,14 @@ class SamplerMonitor:
         wrap = self._patches.wrap
         wrap(DistributedSampler, "__init__", self._sampler_init)
         wrap(DistributedSampler, "__iter__", self._sampler_iter)
+        wrap(DistributedSampler, "set_epoch", self._set_epoch)
         wrap(DataLoader, "__init__", self._loader_init)
         wrap(DataLoader, "__iter__", self._loader_iter)
         wrap(dataloader._BaseDataLoaderIter, "__next__", self._next)
 
     def remove(self) -> None:
         self._patches.restore()
-        self._guarded("checking samplers", self._unused_samplers)
+        self._guarded("checking samplers", self._sampler_findings)
 
     def _guarded(self, what: str, check: Any, *args: Any) -> None:
         try:
@@ -79,32 +84,40 @@ class SamplerMonitor:
     # --- samplers -------------------------------------------------------------------------------
     def _sampler_init(self, original: Any, sampler: Any, *args: Any, **kwargs: Any) -> None:
         original(sampler, *args, **kwargs)
-        self._samplers[sampler] = _SamplerState(user_site("DistributedSampler"))
+        state = _SamplerState(user_site("DistributedSampler"), bool(getattr(sampler, "shuffle", 0)))
+        self._samplers[sampler] = state
+        self._states.append(state)  # judged at the end, also if the sampler is gone by then
 
     def _sampler_iter(self, original: Any, sampler: Any) -> Any:
-        self._guarded("checking a sampler's epoch", self._check_epoch, sampler)
+        state = self._samplers.get(sampler)
+        if state is not None:
+            state.passes += 1
         return original(sampler)
 
-    def _check_epoch(self, sampler: Any) -> None:
+    def _set_epoch(self, original: Any, sampler: Any, epoch: int) -> None:
         state = self._samplers.get(sampler)
-        if state is None:
-            return
-        epoch = int(getattr(sampler, "epoch", 0))
-        if epoch in state.epochs and getattr(sampler, "shuffle", False):
-            self._observer.add(
-                SamplerWithoutSetEpoch.finding(
-                    f"this DistributedSampler is iterated again in epoch {epoch}: without "
-                    "set_epoch it shuffles every epoch into the same order",
-                    None if state.site is None else state.site.location(),
-                    Fix("call sampler.set_epoch(epoch) at the start of every epoch"),
-                ),
-                state.site,
-            )
-        state.epochs.add(epoch)
+        if state is not None:
+            state.epoch_set = True
+        original(sampler, epoch)
+
+    def _sampler_findings(self) -> None:
+        for state in self._states:
+            if state.passes > 1 and not state.epoch_set and state.shuffle:
+                self._observer.add(
+                    SamplerWithoutSetEpoch.finding(
+                        f"this shuffling DistributedSampler was iterated {state.passes} times "
+                        "and set_epoch was never called: every epoch visits the samples in the "
+                        "same order",
+                        None if state.site is None else state.site.location(),
+                        Fix("call sampler.set_epoch(epoch) at the start of every epoch"),
+                    ),
+                    state.site,
+                )
+        self._unused_samplers()
 
     def _unused_samplers(self) -> None:
         for state in self._suspects:
-            if state.epochs:
+            if state.passes:
                 continue
             self._observer.add(
                 DistributedSamplerUnused.finding(

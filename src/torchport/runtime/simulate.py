@@ -8,6 +8,7 @@ back by :meth:`Simulation.restore`.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import warnings
@@ -176,6 +177,7 @@ class Simulation:
         patches += [(torch.amp.autocast_mode.autocast, "__init__", self._autocast_init())]
         patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
         patches += [(torch.nn.Module, "_apply", _keep_parameters(torch.nn.Module._apply))]
+        patches += [(torch.nn.Module, "to", _index_as_device(torch.nn.Module.to, self.kind))]
         grouping = torch._C._group_tensors_by_device_and_dtype
         patches += [(torch._C, "_group_tensors_by_device_and_dtype", _by_simulated(grouping))]
         return patches
@@ -283,6 +285,28 @@ class Simulation:
                 original(obj, device_type, *args, **kwargs)
 
         return init
+
+
+def _index_as_device(original: Callable[..., Any], kind: str) -> Callable[..., Any]:
+    """``model.to(local_rank)``: a bare index names the accelerator, as on a GPU machine.
+
+    ``Module.to`` parses its arguments in C++, which looks a bare index up on the real
+    accelerator, and a CPU-only build has none ("Cannot access accelerator device when none is
+    available"). ``Tensor.to`` goes through the observer, which resolves it already.
+    """
+
+    def is_index(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    @functools.wraps(original)
+    def to(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        if args and is_index(args[0]):
+            args = (f"{kind}:{args[0]}", *args[1:])
+        if is_index(kwargs.get("device")):
+            kwargs = {**kwargs, "device": f"{kind}:{kwargs['device']}"}
+        return original(module, *args, **kwargs)
+
+    return to
 
 
 def _keep_parameters(original: Callable[..., Any]) -> Callable[..., Any]:
