@@ -204,3 +204,16 @@ def test_module_to_an_index_or_a_device_keyword_moves_it_to_the_simulated_accele
     assert next(by_name.parameters()).device == torch.device("cuda", 0)
     assert out.device == torch.device("cuda", 0)
     assert w.failure is None
+
+
+def test_memory_statistics_calls_and_cuda_device_work_as_on_a_gpu() -> None:
+    # the timing helpers of PyTorch's AMP recipe reset the peak statistics between trials
+    with warnings.catch_warnings(), watch("cuda") as w:
+        warnings.simplefilter("ignore")  # reset_max_memory_allocated is deprecated
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_max_memory_allocated()
+        assert torch.cuda.max_memory_reserved() == 0
+        with torch.cuda.device(0) as chosen:
+            assert isinstance(chosen, torch.cuda.device)
+            assert torch.zeros(1, device="cuda").device == torch.device("cuda", 0)
+    assert w.failure is None

@@ -40,6 +40,17 @@ class _DeviceContext:
         self._simulation.current = self._previous
 
 
+def _device_class(simulation: Simulation) -> type[_DeviceContext]:
+    """``torch.cuda.device`` as a class: torch's own code asks ``isinstance(d, torch.cuda.device)``
+    (``_get_device_index``, under ``reset_peak_memory_stats`` and others)."""
+
+    class device(_DeviceContext):
+        def __init__(self, device: Any) -> None:
+            super().__init__(simulation, device)
+
+    return device
+
+
 def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     """(owner, name, stand-in) for torch.distributed's process group creation: NCCL → gloo."""
     import torch.distributed as dist
@@ -156,7 +167,7 @@ def comm_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
         (comm, "broadcast_coalesced", broadcast_coalesced),
         (comm, "reduce_add", reduce_add),
         (comm, "reduce_add_coalesced", reduce_add_coalesced),
-        (torch.cuda, "device", lambda device: _DeviceContext(simulation, device)),
+        (torch.cuda, "device", _device_class(simulation)),
         *(
             [(torch.accelerator, "device_index", lambda d: _DeviceContext(simulation, d))]
             if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "device_index")

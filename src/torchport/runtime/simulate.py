@@ -225,6 +225,9 @@ class Simulation:
             (cuda, "memory_allocated", _unsimulated("CUDA memory statistics (reported as 0)", 0)),
             (cuda, "max_memory_allocated", _unsimulated("CUDA memory statistics", 0)),
             (cuda, "memory_reserved", _unsimulated("CUDA memory statistics", 0)),
+            (cuda, "max_memory_reserved", _unsimulated("CUDA memory statistics", 0)),
+            (cuda, "reset_peak_memory_stats", _unsimulated("CUDA memory statistics", None)),
+            (cuda, "reset_max_memory_allocated", _unsimulated("CUDA memory statistics", None)),
         ]
 
     def _accelerator_patches(self) -> list[tuple[Any, str, Any]]:
