@@ -252,3 +252,38 @@ def test_data_and_sync_mistakes_are_judged_at_the_users_line(
     with watch("cuda") as w, contextlib.suppress(TypeError):  # .numpy() of a device tensor
         program()
     assert _codes(w) == expected
+
+
+def _running_total(as_tensor: bool) -> None:
+    model = nn.Linear(3, 1).to("cuda")
+    total = 0.0
+    for _ in range(4):
+        loss = model(torch.randn(2, 3, device="cuda")).pow(2).mean()
+        loss.backward()
+        total += loss if as_tensor else loss.detach()  # TP209
+
+
+def _losses_summed_within_each_step() -> None:
+    heads = [nn.Linear(3, 1).to("cuda") for _ in range(4)]
+    x = torch.randn(2, 3, device="cuda")
+    for _ in range(3):
+        loss = torch.zeros((), device="cuda")
+        for head in heads:
+            loss = loss + head(x).pow(2).mean()
+        loss.backward()
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        (lambda: _running_total(as_tensor=True), {("TP209", _line("TP209"))}),
+        (lambda: _running_total(as_tensor=False), set()),
+        (_losses_summed_within_each_step, set()),
+    ],
+)
+def test_a_running_total_of_graph_carrying_losses_is_reported(
+    program: Callable[[], None], expected: set[tuple[str, int]]
+) -> None:
+    with watch("cuda") as w:
+        program()
+    assert _codes(w) == expected

@@ -22,7 +22,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
-from torchport.runtime import losses, simdevices, simhost, simtensor, syncs, transfers
+from torchport.runtime import accumulate, losses, simdevices, simhost, simtensor, syncs, transfers
 from torchport.runtime.causes import library_cause
 from torchport.runtime.explain import Explainer, add_line
 from torchport.runtime.failure import StrictFindingError
@@ -107,6 +107,7 @@ class Observer(TorchFunctionMode):
         self._handlers: dict[Any, Handler] = {}
         self.transfers = transfers.TransferHandlers(self)
         self.steady = SteadyState(self)
+        self.accumulation = accumulate.Accumulation(self)
 
     def __enter__(self) -> Any:  # Any: watch.py takes it as an install step returning None
         super().__enter__()  # type: ignore[no-untyped-call]
@@ -174,6 +175,8 @@ class Observer(TorchFunctionMode):
                 handler = losses.checked(self, func, handler)
             elif func is T.__getitem__:
                 handler = functools.partial(syncs.masked_index, self, handler)
+        if func in accumulate.ADDITIONS:
+            handler = self.accumulation.checked(handler)
         with contextlib.suppress(TypeError):  # an unhashable callable: classified every time
             self._handlers[func] = handler
         return handler
