@@ -193,8 +193,8 @@ def _unpinned_loader() -> None:
 
 
 def _unpinned_once_or_by_choice() -> None:
-    x = next(iter(DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=8)))[0]
-    x.to("cuda")  # one validation batch: not worth pinning
+    triplet = next(iter(DataLoader(TensorDataset(*torch.randn(3, 8, 3)), batch_size=8)))
+    [t.to("cuda") for t in triplet]  # one validation batch of three tensors: not worth pinning
     chosen = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=2, pin_memory=False)
     for (y,) in chosen:
         y.to("cuda")

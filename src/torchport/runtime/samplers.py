@@ -34,11 +34,14 @@ MIN_UNPINNED_COPIES = 3
 
 
 class _Unpinned:
-    """A loader that does not pin (by the line that made it), and its batches' copies so far."""
+    """A loader that does not pin (by the line that made it): batches fetched, and how many of
+    them had a tensor copied to the device (a batch of several tensors counts once)."""
 
     def __init__(self, site: Site) -> None:
         self.site = site
-        self.copies = 0
+        self.fetched = 0
+        self.copied = 0
+        self.last_copied = -1
 
 
 class _SamplerState:
@@ -157,19 +160,23 @@ class SamplerMonitor:
         batch = original(iterator)
         mark = getattr(iterator, "_torchport_unpinned", None)
         if mark is not None:  # a loader that does not pin: its batch's copies are counted
+            mark.fetched += 1
             for tensor in tensor_leaves(batch):
-                self._observer.unpinned[tensor] = mark
+                self._observer.unpinned[tensor] = (mark, mark.fetched)
         return batch
 
 
 def note_copy(observer: Observer, source: torch.Tensor, dst: torch.device) -> None:
     """TP201 once MIN_UNPINNED_COPIES batches of a loader that does not pin went to the device."""
-    mark = observer.unpinned.get(source)  # type: ignore[no-untyped-call]
-    if not isinstance(mark, _Unpinned) or dst.type == "cpu":
+    entry = observer.unpinned.get(source)  # type: ignore[no-untyped-call]
+    if not isinstance(entry, tuple) or dst.type == "cpu":
         return
-    del observer.unpinned[source]  # one count per tensor, however often it is copied
-    mark.copies += 1
-    if mark.copies != MIN_UNPINNED_COPIES:
+    mark, batch = entry
+    if batch == mark.last_copied:
+        return
+    mark.last_copied = batch
+    mark.copied += 1
+    if mark.copied != MIN_UNPINNED_COPIES:
         return
     site = mark.site
     observer.add(
