@@ -287,3 +287,10 @@ def test_a_running_total_of_graph_carrying_losses_is_reported(
     with watch("cuda") as w:
         program()
     assert _codes(w) == expected
+
+
+def test_a_mask_index_sync_suggests_a_fixed_shape() -> None:
+    with watch("cuda") as w:
+        _masked_in_loop()
+    [finding] = [f for f in w.findings if f.code == "TP206"]
+    assert finding.fix is not None and "torch.where" in finding.fix.title

@@ -79,6 +79,15 @@ def _sampled(record: Record) -> str:
     return f" (ops counted in the {observed} of {record.model_calls} model calls observed fully)"
 
 
+# Syncs whose fix is not "read it less often".
+_SYNC_FIXES = {
+    "tensor[bool mask]": (
+        "the result's size depends on the mask, so the host reads the mask's count: keep a fixed "
+        "shape instead (multiply by the mask, or torch.where), or index once per epoch"
+    ),
+}
+
+
 def _syncs_in_loop(record: Record) -> list[Finding]:
     out = []
     device = record.accelerator or "the device"
@@ -88,7 +97,9 @@ def _syncs_in_loop(record: Record) -> list[Finding]:
             continue  # a fix of None: torch leaves the user no cheaper way
         if cause is None:
             what = f"{kind} synchronizes with {device}"
-            fix = "keep the value on the device and read it once per epoch or every N steps"
+            fix = _SYNC_FIXES.get(
+                kind, "keep the value on the device and read it once per epoch or every N steps"
+            )
         else:
             what = f"{kind} inside {cause.via} synchronizes with {device}"
             fix = cause.fix or (
