@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import deque
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchport.analyze import kinds as K
 from torchport.analyze.fixer import char_column
+from torchport.analyze.walk import children, walk
 
 if TYPE_CHECKING:
     from torchport.analyze.scope import Scope
@@ -36,21 +36,27 @@ class FileContext:
         self.lines = _LINE_END.split(source)
         self.parents: dict[ast.AST, ast.AST] = {}
         self.imports: dict[str, str] = {}
-        self.calls: list[ast.Call] = []
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, Func] = {}
         self.nodes: dict[type[ast.AST], list[ast.AST]] = {}
-        for node in _walk(self.tree, self.parents):
-            self.nodes.setdefault(type(node), []).append(node)
-            if isinstance(node, ast.Call):
-                self.calls.append(node)
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                self._add_import(node)
-            elif isinstance(node, ast.ClassDef):
-                self.classes.setdefault(node.name, node)
+        for node in walk(self.tree, self.parents):
+            cls = type(node)
+            if cls in self.nodes:
+                self.nodes[cls].append(node)
+            else:
+                self.nodes[cls] = [node]
+        self.calls: list[ast.Call] = self.nodes.get(ast.Call, [])  # type: ignore[assignment]
+        imports = self.of_type(ast.Import, ast.ImportFrom)
+        for node in sorted(imports, key=lambda n: (n.lineno, n.col_offset)):  # type: ignore[attr-defined]
+            self._add_import(node)  # type: ignore[arg-type]
         for stmt in self.tree.body:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[stmt.name] = stmt
+            elif isinstance(stmt, ast.ClassDef):
+                self.classes.setdefault(stmt.name, stmt)
+        for node in self.nodes.get(ast.ClassDef, []):
+            assert isinstance(node, ast.ClassDef)
+            self.classes.setdefault(node.name, node)
         self._scopes: dict[ast.AST, Scope] = {}
         self._returns: dict[ast.AST, Info | None] = {}
         self._attrs: dict[tuple[ast.ClassDef, str], Info | None] = {}
@@ -240,12 +246,12 @@ def _is_self_attr(target: ast.expr, attr: str | None) -> bool:
 
 def walk_local(root: ast.AST) -> Iterator[ast.AST]:
     """Nodes under ``root`` without entering nested functions, classes or lambdas."""
-    stack = _children(root)
+    stack = children(root)
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, _NESTED):
-            stack.extend(_children(node))
+            stack.extend(children(node))
 
 
 _BLOCKS = (ast.stmt, ast.withitem, ast.excepthandler, ast.match_case)
@@ -272,37 +278,3 @@ def _blocks(node: ast.AST) -> list[ast.AST]:
         if isinstance(value, list):
             out.extend(item for item in value if isinstance(item, _BLOCKS))
     return out
-
-
-_LEAVES = (ast.Name, ast.Constant)  # two nodes in five, and no child but a Load/Store
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    """``ast.iter_child_nodes(node)`` as a list, without its two generators (a hot path), and
-    without the Load/Store/Del markers: a third of all nodes, and nothing reads them.
-
-    A node's ``__dict__`` holds its fields in ``_fields`` order (then its positions), and reading
-    it is about twice as fast as ``getattr`` per field name.
-    """
-    out: list[ast.AST] = []
-    if isinstance(node, _LEAVES):
-        return out
-    for value in node.__dict__.values():
-        if isinstance(value, ast.AST):
-            if not isinstance(value, ast.expr_context):
-                out.append(value)
-        elif type(value) is list:
-            out.extend(item for item in value if isinstance(item, ast.AST))
-    return out
-
-
-def _walk(root: ast.AST, parents: dict[ast.AST, ast.AST]) -> Iterator[ast.AST]:
-    """``ast.walk(root)`` (same order, see ``_children``), filling ``parents`` on the way."""
-    todo = deque([root])
-    while todo:
-        node = todo.popleft()
-        children = _children(node)
-        for child in children:
-            parents[child] = node
-        todo.extend(children)
-        yield node

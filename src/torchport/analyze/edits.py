@@ -64,7 +64,7 @@ def ensure_import(ctx: FileContext, module: str) -> tuple[str, list[Edit]]:
 def _binds(ctx: FileContext, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for n in ast.walk(ctx.tree)
+        for n in ctx.of_type(ast.Name)
     )
 
 

@@ -12,6 +12,7 @@ import ast
 from torchport.analyze import kinds as K
 from torchport.analyze.context import FileContext, Func, walk_local
 from torchport.analyze.scope import loader_of
+from torchport.analyze.walk import children, descendants
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
@@ -36,7 +37,7 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
 def _mark(ctx: FileContext, body: list[ast.stmt], hot: set[ast.AST], todo: list[Func]) -> None:
     """Add every node of ``body`` to ``hot`` and the same-file functions it calls to ``todo``."""
     for stmt in body:
-        for inner in ast.walk(stmt):
+        for inner in descendants(stmt):
             hot.add(inner)
             if isinstance(inner, ast.Call):
                 todo.extend(_callees(ctx, inner))
@@ -60,7 +61,7 @@ def _own_body(loop: ast.AST) -> list[ast.AST]:
         node = stack.pop()
         out.append(node)
         if not isinstance(node, (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
     return out
 
 

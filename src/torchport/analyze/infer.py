@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from torchport.analyze import kinds as K
 from torchport.analyze.kinds import Info
+from torchport.analyze.walk import descendants
 
 if TYPE_CHECKING:
     from torchport.analyze.scope import Scope
@@ -218,13 +219,11 @@ def _literal_dtype(node: ast.expr, numpy: bool = False) -> str | None:
     """float64 (NumPy) / float32 (torch) or int64 for a literal list of numbers."""
     if not isinstance(node, ast.List | ast.Tuple):
         return None
-    values = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant)]
+    values = [n.value for n in descendants(node) if isinstance(n, ast.Constant)]
     others = [
         n
-        for n in ast.walk(node)
-        if not isinstance(
-            n, ast.Constant | ast.List | ast.Tuple | ast.Load | ast.UnaryOp | ast.USub
-        )
+        for n in descendants(node)
+        if not isinstance(n, ast.Constant | ast.List | ast.Tuple | ast.UnaryOp)
     ]
     if not values or others or not all(type(v) in (int, float) for v in values):
         return None

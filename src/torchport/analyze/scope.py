@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from torchport.analyze import kinds as K
 from torchport.analyze.context import FileContext, Func, binding_sites
 from torchport.analyze.kinds import Info
+from torchport.analyze.walk import descendants
 
 Thunk = Callable[[], "Info | None"]
 
@@ -159,7 +160,7 @@ class Scope:
 
 
 def _names(target: ast.expr) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in descendants(target) if isinstance(n, ast.Name)]
 
 
 def _src(node: ast.AST, ctx: FileContext) -> str:

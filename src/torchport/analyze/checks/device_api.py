@@ -9,6 +9,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.edits import ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
+from torchport.analyze.walk import descendants
 from torchport.findings import Finding, Fix, Safety
 from torchport.rules import device_api as R
 
@@ -192,7 +193,7 @@ def set_default_tensor_type(a: Analysis) -> Iterator[Finding]:
 @detector(R.CudaTensorInDataset)
 def cuda_tensor_in_dataset(a: Analysis) -> Iterator[Finding]:
     for name in a.dataset_classes:
-        for node in ast.walk(a.classes[name]):
+        for node in descendants(a.classes[name]):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func

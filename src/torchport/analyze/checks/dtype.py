@@ -16,6 +16,7 @@ from torchport.analyze.edits import (
     replace_node,
 )
 from torchport.analyze.infer import keyword
+from torchport.analyze.walk import descendants
 from torchport.findings import Edit, Finding, Fix, Safety
 from torchport.rules import dtype as R
 
@@ -302,7 +303,7 @@ def _autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, as
 def backward_inside_autocast(a: Analysis) -> Iterator[Finding]:
     for block, _ in _autocast_blocks(a):
         for stmt in block.body:
-            for node in ast.walk(stmt):
+            for node in descendants(stmt):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)

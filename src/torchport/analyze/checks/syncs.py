@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.walk import descendants
 from torchport.findings import Finding, Fix
 from torchport.rules import transfer as R
 
@@ -63,7 +64,7 @@ def _sparse(a: Analysis, test: ast.expr) -> bool:
 
 
 def _has_modulo(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in descendants(node))
 
 
 def _counter_target(node: ast.expr) -> bool:

@@ -9,6 +9,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, has_star_kwargs, keyword
+from torchport.analyze.walk import descendants
 from torchport.findings import Finding, Fix, Safety
 from torchport.rules import transfer as R
 
@@ -164,7 +165,7 @@ def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name 
     body: list[ast.stmt] = next((b for b in blocks if stmt in b), [])
     for following in body[body.index(stmt) + 1 :] if body else []:
         events: list[tuple[int, int, ast.expr]] = []
-        for node in ast.walk(following):
+        for node in descendants(following):
             is_read = isinstance(node, ast.Name) and node.id == name
             is_sync = isinstance(node, ast.Call) and getattr(node.func, "attr", "") in _SYNCS
             if is_read or is_sync:

@@ -13,6 +13,7 @@ from torchport.analyze.flow import torchapi
 from torchport.analyze.flow.interp import Frame, Interp
 from torchport.analyze.flow.program import FuncInfo
 from torchport.analyze.flow.values import UNKNOWN, Kind, OKind, Place, Val, tensor
+from torchport.analyze.walk import descendants
 
 MODULE_NAMES = frozenset(
     {"model", "net", "network", "module", "encoder", "decoder", "generator", "discriminator",
@@ -65,7 +66,7 @@ def _tensor_used(func: FuncInfo) -> set[str]:
     if func.tensor_uses is not None:
         return func.tensor_uses
     out: set[str] = set()
-    for node in ast.walk(func.node):
+    for node in descendants(func.node):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
