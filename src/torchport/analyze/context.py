@@ -254,7 +254,6 @@ def walk_local(root: ast.AST) -> Iterator[ast.AST]:
             stack.extend(children(node))
 
 
-_BLOCKS = (ast.stmt, ast.withitem, ast.excepthandler, ast.match_case)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -272,9 +271,19 @@ def binding_sites(owner: ast.AST) -> Iterator[ast.AST]:
 
 
 def _blocks(node: ast.AST) -> list[ast.AST]:
+    cls = type(node)
+    names = _BLOCK_FIELDS.get(cls)
+    if names is None:
+        names = _BLOCK_FIELDS[cls] = tuple(f for f in cls._fields if f in _BLOCK_NAMES)
     out: list[ast.AST] = []
-    for name in node._fields:
+    for name in names:
         value = getattr(node, name, None)
-        if isinstance(value, list):
-            out.extend(item for item in value if isinstance(item, _BLOCKS))
+        if type(value) is list:
+            out.extend(value)
     return out
+
+
+# the fields that hold statements, with-items, handlers or match cases (an expression's
+# `body`, as in a lambda, is no list)
+_BLOCK_NAMES = frozenset({"body", "orelse", "finalbody", "handlers", "items", "cases"})
+_BLOCK_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}

@@ -28,12 +28,15 @@ def analyze(
 ) -> list[Finding]:
     """Findings of every selected detector for ``source`` (SyntaxError if it does not parse)."""
     analysis = Analysis(source, path, tree)
-    findings: list[Finding] = []
-    for code, (_, detect) in DETECTORS.items():
-        if selected(code):
-            findings.extend(detect(analysis))
-    unique = {(f.code, f.location): f for f in findings}
-    return sorted(_without_noqa(unique.values(), analysis.lines), key=Finding.sort_key)
+    try:
+        findings: list[Finding] = []
+        for code, (_, detect) in DETECTORS.items():
+            if selected(code):
+                findings.extend(detect(analysis))
+        unique = {(f.code, f.location): f for f in findings}
+        return sorted(_without_noqa(unique.values(), analysis.lines), key=Finding.sort_key)
+    finally:
+        analysis.release()
 
 
 def _without_noqa(findings: Iterable[Finding], lines: list[str]) -> list[Finding]:

@@ -76,6 +76,22 @@ class Placement:
     forced: set[tuple[str, int, str]] = field(default_factory=set)
     _places: dict[Origin, Place] = field(default_factory=dict)
 
+    def release(self) -> None:
+        """Break the reference cycles between units, functions, classes and origins, so that
+        the whole analysis is freed as soon as the last reference to it goes, without the
+        cycle collector tracing it (a tenth of `check`'s time, paid after every file)."""
+        interp = self.interp
+        for func in interp.all_functions():
+            func.__dict__.clear()
+        for unit in self.program.units:
+            for cls in unit.classes.values():
+                cls.__dict__.clear()
+            unit.__dict__.clear()
+        for origin in interp.origins():
+            origin.__dict__.clear()
+        for owner in (interp, self.program, self):
+            owner.__dict__.clear()
+
     # -- places --------------------------------------------------------------------------------
 
     def place(self, origin: Origin) -> Place:

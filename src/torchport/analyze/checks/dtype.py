@@ -134,10 +134,10 @@ _FLOAT_LAYERS = {
 @detector(R.IntegerInputToFloatLayer)
 def integer_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
     for call in a.calls:
+        if not call.args:
+            continue
         layer = a.callee_module(call)
         if layer is None or f"torch.nn.{layer.cls}" not in _FLOAT_LAYERS:
-            continue
-        if not call.args:
             continue
         arg = call.args[0]
         info = a.info(arg)

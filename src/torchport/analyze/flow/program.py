@@ -206,12 +206,16 @@ class Program:
         self.by_module: dict[str, Unit] = {}
         self.by_path: dict[str, Unit] = {}
         self._near: dict[tuple[str, int], Unit | None] = {}
+        # the last part of every dotted name a file of the program can be imported by
+        self._last_parts: set[str] = set()
         for ctx in contexts:
             name, is_init = module_name(ctx.path, paths)
             unit = Unit(ctx, name, is_init)
             self.units.append(unit)
             self.by_module.setdefault(name, unit)
             self.by_path[str(PurePath(ctx.path))] = unit
+            pure = PurePath(ctx.path)
+            self._last_parts.add(pure.parent.name if pure.stem == "__init__" else pure.stem)
         for unit in self.units:
             self._collect(unit)
         for unit in self.units:
@@ -307,6 +311,8 @@ class Program:
         return self._near[key]
 
     def _by_folder(self, dotted: str, near: Unit) -> Unit | None:
+        if dotted.rpartition(".")[2] not in self._last_parts:
+            return None  # most imports (torch, numpy...) name no file of the program
         relative = PurePath(*dotted.split("."))
         folder = PurePath(near.path).parent
         for base in [folder, *folder.parents][:4]:
