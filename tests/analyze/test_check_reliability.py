@@ -7,11 +7,11 @@ import codecs
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from torchport.analyze import fixer
 from torchport.cli import main
 
 FIXABLE = "import torch\nx = torch.randn(3)\nx.cuda()\n"
@@ -37,7 +37,7 @@ def test_a_fix_that_cannot_be_written_keeps_its_finding_and_exit_1(
     def denied(**_kwargs: object) -> tuple[int, str]:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(fixer.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
     (project / "t.py").write_text(FIXABLE)
     code, out, err = _fix(capsys, "t.py")
     assert code == 1

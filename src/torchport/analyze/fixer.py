@@ -10,11 +10,9 @@ Positions: lines are 1-based, columns are 0-based *character* offsets into the l
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -72,6 +70,8 @@ def apply_edits(source: str, edits: Iterable[Edit]) -> tuple[str, list[Edit]]:
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
+    import difflib  # only --diff needs it: `check` starts faster without
+
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -108,6 +108,8 @@ def safe_write(
         raise WriteRefused(f"has {info.st_nlink} hard links; not written (it would split them)")
     if expected is not None and target.read_bytes() != expected:
         raise FileChangedError("changed on disk while being processed; left alone")
+    import tempfile  # only writing fixes needs it (it imports random and shutil)
+
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -77,6 +77,8 @@ def _is_step(ctx: FileContext, node: ast.AST) -> bool:
             if owner is not None and owner.kind in (K.OPTIMIZER, K.SCALER):
                 return True
             return "optim" in ctx.text(func.value).lower()
+    if ctx.qualname(func) is not None:
+        return False  # a library function or class (torch.cat, nn.Linear): never a model
     callee = ctx.info(func)
     return callee is not None and callee.kind == K.MODULE
 

@@ -49,9 +49,25 @@ class Analysis(FileContext):
         return self._qualname_of[expr]
 
     def function_of(self, node: ast.AST) -> Func | None:
-        if node not in self._function_of:
-            self._function_of[node] = super().function_of(node)
-        return self._function_of[node]
+        known = self._function_of
+        if node in known:
+            return known[node]
+        # climb to the first function or known node, then record the answer for the whole
+        # path: asking for every call of a file stays linear in its size
+        path: list[ast.AST] = []
+        found: Func | None = None
+        while node in self.parents:
+            path.append(node)
+            node = self.parents[node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found = node
+                break
+            if node in known:
+                found = known[node]
+                break
+        for passed in path:
+            known[passed] = found
+        return found
 
     def release(self) -> None:
         """Break this analysis's reference cycles (scopes and the placement refer back to it)
@@ -209,12 +225,9 @@ class Analysis(FileContext):
     @cached_property
     def _bound_names(self) -> set[str]:
         """Every name assigned (or taken as a parameter) somewhere in the file."""
-        stored = {
-            n.id
-            for n in self.of_type(ast.Name)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
-        return stored | {arg.arg for arg in self.of_type(ast.arg) if isinstance(arg, ast.arg)}
+        store = ast.Store
+        stored = {n.id for n in self.of_type(ast.Name) if type(n.ctx) is store}  # type: ignore[attr-defined]
+        return stored | {arg.arg for arg in self.of_type(ast.arg)}  # type: ignore[attr-defined]
 
     @cached_property
     def _order(self) -> dict[ast.Call, int]:
