@@ -38,7 +38,7 @@ class Mode(enum.Enum):
     PORT = "port"
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Conflict:
     """A host tensor meets a device tensor at ``meet``."""
 
@@ -48,7 +48,7 @@ class Conflict:
     device: tuple[ast.expr, Val]  # an operand on the device
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class UseMove:
     """An operand the port moves where it is used (its source must stay on the host)."""
 
@@ -60,7 +60,7 @@ class UseMove:
     origin: Origin  # the MOVE origin the interpreter gives the moved value
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Placement:
     program: Program
     interp: Interp

@@ -14,7 +14,7 @@ from torchport.analyze.walk import descendants
 Thunk = Callable[[], "Info | None"]
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class _Binding:
     line: int
     thunk: Thunk

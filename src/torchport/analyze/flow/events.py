@@ -14,7 +14,7 @@ from torchport.analyze.flow.program import ClassInfo, FuncInfo, Unit
 from torchport.analyze.flow.values import Origin, Place, Val
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Meet:
     """Tensors that must be on one device: the operands of ``a + b``, a module and its input."""
 
@@ -29,7 +29,7 @@ class Meet:
     index: bool = False
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Sink:
     """A value that must be on the host where it is used (``.numpy()``, ``np.mean(t)``...)."""
 
@@ -43,7 +43,7 @@ class Sink:
     what: str
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Pin:
     """Values that must stay on the host: the contents of a Dataset, a sampler's generator."""
 
@@ -53,7 +53,7 @@ class Pin:
     why: str
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Draw:
     """A random draw from tensors with an explicit generator: ``multinomial(p, generator=g)``.
 
@@ -67,7 +67,7 @@ class Draw:
     tensors: list[tuple[ast.expr, Val]]
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class ModuleMove:
     """``model.to(device)``/``.cuda()``/``.cpu()``: modules move in place, all aliases with them."""
 
@@ -77,7 +77,7 @@ class ModuleMove:
     place: Place
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class AttrStore:
     """``self.attr = value`` in a method of a program class."""
 
@@ -89,7 +89,7 @@ class AttrStore:
     val: Val
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class LoaderSite:
     """A ``DataLoader(...)`` call: whether the port may add ``pin_memory``."""
 
@@ -101,7 +101,7 @@ class LoaderSite:
     batches: set[Origin] = field(default_factory=set)  # the batches taken from it
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class CallSite:
     """A call of a program function, with what each argument was."""
 
@@ -111,7 +111,7 @@ class CallSite:
     callee: FuncInfo
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Events:
     meets: dict[int, Meet] = field(default_factory=dict)
     sinks: dict[int, Sink] = field(default_factory=dict)

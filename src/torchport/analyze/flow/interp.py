@@ -37,7 +37,7 @@ MAX_DEPTH = 40  # nested calls followed at once; deeper ones use what is known s
 BUILTINS = frozenset(dir(builtins))
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Frame:
     """One function (or module body) being interpreted."""
 

@@ -11,7 +11,7 @@ from torchport.analyze.flow.values import OKind, Origin, Place, Val
 Arg = tuple[ast.expr, Val]
 
 
-@dataclass
+@dataclass(eq=False)  # records: compared by identity
 class Invocation:
     ip: Interp
     fr: Frame
