@@ -73,19 +73,25 @@ def test_walk_visits_what_ast_walk_does_without_markers_and_records_each_parent(
 ) -> None:
     tree = ast.parse(source)
     parents: dict[ast.AST, ast.AST] = {}
-    visited = walk(tree, parents)
+    by_type = walk(tree, parents)
+    visited = [n for nodes in by_type.values() for n in nodes]
     assert {id(n) for n in visited} == {id(n) for n in _reference(tree)}
     assert len(visited) == len(_reference(tree))
+    assert all(type(n) is cls for cls, nodes in by_type.items() for n in nodes)
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, MARKERS):
                 assert parents[child] is node
-    assert [id(n) for n in descendants(tree)] == [id(n) for n in visited]
+    in_order = list(descendants(tree))
+    assert {id(n) for n in in_order} == {id(n) for n in visited}
+    for cls, nodes in by_type.items():  # each type's list keeps the walk's (source) order
+        assert [id(n) for n in in_order if type(n) is cls] == [id(n) for n in nodes]
 
 
 def test_walk_goes_in_source_order() -> None:
     tree = ast.parse("a = f(b, c=d)\ng(e)[h]\n")
-    names = [n.id for n in walk(tree, {}) if isinstance(n, ast.Name)]
+    assert [type(n).__name__ for n in descendants(tree)][:4] == ["Module", "Assign", "Name", "Call"]
+    names = [n.id for n in walk(tree, {})[ast.Name]]  # type: ignore[attr-defined]
     assert names == ["a", "f", "b", "d", "g", "e", "h"]
 
 

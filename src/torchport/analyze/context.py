@@ -39,13 +39,7 @@ class FileContext:
         self.imports: dict[str, str] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, Func] = {}
-        self.nodes: dict[type[ast.AST], list[ast.AST]] = {}
-        for node in walk(self.tree, self.parents):
-            cls = type(node)
-            if cls in self.nodes:
-                self.nodes[cls].append(node)
-            else:
-                self.nodes[cls] = [node]
+        self.nodes = walk(self.tree, self.parents)
         self.calls: list[ast.Call] = self.nodes.get(ast.Call, [])  # type: ignore[assignment]
         imports = self.of_type(ast.Import, ast.ImportFrom)
         for node in sorted(imports, key=lambda n: (n.lineno, n.col_offset)):  # type: ignore[attr-defined]
