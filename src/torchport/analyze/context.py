@@ -120,6 +120,14 @@ class FileContext:
         return out
 
     @cached_property
+    def bound_names(self) -> set[str]:
+        """Every name assigned (or taken as a parameter) somewhere in the file: only these can
+        hold what inference follows (a model, a tensor), so other names are not looked up."""
+        store = ast.Store
+        stored = {n.id for n in self.of_type(ast.Name) if type(n.ctx) is store}  # type: ignore[attr-defined]
+        return stored | {arg.arg for arg in self.of_type(ast.arg)}  # type: ignore[attr-defined]
+
+    @cached_property
     def module_classes(self) -> set[str]:
         return {n for n, c in self.classes.items() if self.base_names(c) & K.MODULE_BASES}
 

@@ -79,6 +79,8 @@ def _is_step(ctx: FileContext, node: ast.AST) -> bool:
             return "optim" in ctx.text(func.value).lower()
     if ctx.qualname(func) is not None:
         return False  # a library function or class (torch.cat, nn.Linear): never a model
+    if isinstance(func, ast.Name) and func.id not in ctx.bound_names:
+        return False  # a builtin or a function: never a model held in a variable
     callee = ctx.info(func)
     return callee is not None and callee.kind == K.MODULE
 

@@ -167,7 +167,7 @@ class Analysis(FileContext):
         """
         func = call.func
         if isinstance(func, ast.Name):
-            if func.id not in self._bound_names:
+            if func.id not in self.bound_names:
                 return None  # a builtin or a function: never a module held in a variable
         elif not isinstance(func, ast.Call) and not (
             isinstance(func, ast.Attribute)
@@ -221,13 +221,6 @@ class Analysis(FileContext):
             if names:
                 out.setdefault(self.function_of(call) or self.tree, set()).update(names)
         return out
-
-    @cached_property
-    def _bound_names(self) -> set[str]:
-        """Every name assigned (or taken as a parameter) somewhere in the file."""
-        store = ast.Store
-        stored = {n.id for n in self.of_type(ast.Name) if type(n.ctx) is store}  # type: ignore[attr-defined]
-        return stored | {arg.arg for arg in self.of_type(ast.arg)}  # type: ignore[attr-defined]
 
     @cached_property
     def _order(self) -> dict[ast.Call, int]:
