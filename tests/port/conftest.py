@@ -136,16 +136,28 @@ def torchrun_losses(distributed_corpus: Path) -> dict[str, tuple[int, str, str]]
     pending = list(DISTRIBUTED)
     while pending:
         batch, pending = pending[:2], pending[2:]
-        launched = {
-            name: start(
-                [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                 "--master-port", str(free_port()), name],
-                distributed_corpus, **env,
-            )
-            for name in batch
-        }  # fmt: skip
+        launched = {name: start(_torchrun(name), distributed_corpus, **env) for name in batch}
         outcomes.update({name: finish(p) for name, p in launched.items()})
+    for name, outcome in list(outcomes.items()):
+        if _gloo_aborted(outcome):
+            outcomes[name] = finish(start(_torchrun(name), distributed_corpus, **env))
     return outcomes
+
+
+def _torchrun(name: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+            "--master-port", str(free_port()), name]  # fmt: skip
+
+
+def _gloo_aborted(outcome: tuple[int, str, str]) -> bool:
+    """A rank killed by C++ ``std::terminate`` with no Python error: on a loaded two-core
+    machine gloo sometimes aborts this way (a few runs in ten while other suites ran). Such a
+    launch is retried once, alone; a fault of the ported program raises a Python exception
+    instead, and a second abort still fails the test."""
+    code, _, err = outcome
+    aborted = "terminate called without an active exception" in err
+    # the one traceback is the launcher's, reporting the dead rank
+    return code != 0 and aborted and err.count("Traceback (most recent call last)") == 1
 
 
 def _gpu_count() -> int:
