@@ -21,11 +21,6 @@ from typing import Any
 from torchport.errors import ConfigError
 from torchport.findings import Severity
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude")
 _KNOWN = (*_LIST_KEYS, "per-file-ignores", "fail-on")
 
@@ -101,8 +96,13 @@ def load(start: Path | None = None, explicit: Path | None = None) -> Config:
 def _section(path: Path) -> dict[str, Any] | None:
     """The [tool.torchport] table of ``path``, None when it has none; ConfigError when the file
     is not valid TOML or ``tool`` / ``tool.torchport`` is not a table."""
+    text = _read(path)
+    if sys.version_info >= (3, 11):
+        import tomllib  # imported only where a file is read (most projects have no section)
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
-        data = tomllib.loads(_read(path))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), None, f"not valid TOML: {exc}") from None
     tool = data.get("tool", {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,42 @@ def test_internal_errors_are_one_line_without_traceback(
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: kaput" in err
     assert "Traceback" not in err
+
+
+def test_the_listing_summaries_are_the_subcommands_own() -> None:
+    from torchport.cli import SUBCOMMANDS, build_parser
+
+    parser = build_parser()  # no command named: every module registers itself
+    listed = {
+        choice.dest: choice.help
+        for action in parser._subparsers._group_actions  # type: ignore[union-attr]
+        for choice in action._choices_actions  # type: ignore[attr-defined]
+    }
+    assert listed == SUBCOMMANDS
+
+
+def test_check_imports_neither_other_subcommands_nor_unused_renderers(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("x = 1\n", encoding="utf-8")
+    probe = (
+        "import sys\nfrom torchport.cli import main\n"
+        "assert main(['check', '--output-format', 'json', 't.py']) == 0\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    loaded = set(out.stdout.strip().splitlines()[-1].split())
+    assert {"torchport.cli.check", "torchport.report.json_format"} <= loaded
+    unexpected = {"torchport.cli.run", "torchport.cli.port", "torchport.cli.doctor",
+                  "torchport.cli.bench", "torchport.report.sarif", "torchport.report.terminal",
+                  "tomllib", "uuid", "traceback"}  # fmt: skip
+    assert unexpected.isdisjoint(loaded)
+
+
+def test_a_subcommand_given_is_fully_built_and_others_are_still_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", "--no-such-option"]) == 2
+    assert "--no-such-option" in capsys.readouterr().err
+    assert main(["chek"]) == 2
+    assert "invalid choice: 'chek'" in capsys.readouterr().err

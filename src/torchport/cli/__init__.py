@@ -9,18 +9,27 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 
 from torchport._version import __version__
 from torchport.cli._common import Parser
 from torchport.errors import EXIT_ERROR, EXIT_INTERRUPTED, TorchportError
 from torchport.report.streams import say, tolerant
 
-# Each module registers one subcommand; they import torch lazily, so --help stays fast.
-SUBCOMMANDS = ("check", "port", "run", "doctor", "bench", "rule")
+# Each module registers one subcommand and imports torch lazily, so --help stays fast. Only
+# the chosen subcommand's module is imported (its arguments are its own); the others appear in
+# the listing by these one-line summaries, which a test keeps equal to the modules' own.
+SUBCOMMANDS = {
+    "check": "find device, transfer, dtype and multi-GPU mistakes (static, never runs code)",
+    "port": "rewrite CPU-only code for any device (diff by default)",
+    "run": "run a script under observation (--simulate cuda pretends a GPU)",
+    "doctor": "why the GPU is not used or not usable, and the exact fix",
+    "bench": "measure transfer bandwidth and loader throughput",
+    "rule": "print the documentation of a rule",
+}
 
 
-def build_parser() -> Parser:
+def build_parser(argv: list[str] | None = None) -> Parser:
+    """The command-line parser; with ``argv``, only the subcommand it names is fully built."""
     parser = Parser(
         prog="torchport",
         description="Make PyTorch code written for the CPU run correctly and fast on a GPU.",
@@ -28,7 +37,11 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"torchport {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name in SUBCOMMANDS:
+    chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    for name, summary in SUBCOMMANDS.items():
+        if chosen is not None and name != chosen:
+            sub.add_parser(name, help=summary)
+            continue
         try:
             module = importlib.import_module(f"torchport.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -41,8 +54,8 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
         argv = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(argv)
         passed: list[str] = []
         if argv[:1] == ["port"] and "--" in argv:  # `port --verify X -- ARGS`: the script's own
             cut = argv.index("--")
@@ -69,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         if os.environ.get("TORCHPORT_DEBUG"):
+            import traceback  # only here: the start of every command stays lean
+
             traceback.print_exc()
         say(
             f"torchport: internal error: {type(exc).__name__}: {exc} "

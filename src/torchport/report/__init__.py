@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TextIO
 
 from torchport.findings import Report
-from torchport.report import github, json_format, sarif
 from torchport.report.streams import tolerant
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -17,23 +17,21 @@ def render(report: Report, fmt: str, stream: TextIO) -> None:
 
     Characters the stream's encoding lacks are escaped (``\\xe9``), never an error.
     """
-    if fmt == "text":
-        # rich takes longer to import than `check` takes on a small project: only for text
-        from torchport.report import terminal
-
-        renderer: Callable[[Report, TextIO], None] = terminal.render
-    elif fmt in _RENDERERS:
-        renderer = _RENDERERS[fmt]
-    else:
+    module = _MODULES.get(fmt)
+    if module is None:
         raise ValueError(f"unknown output format {fmt!r}")
+    # imported when used: rich (text) takes longer to import than `check` takes on a small
+    # project, and every command starts with only the renderer it prints with
+    renderer: Callable[[Report, TextIO], None] = importlib.import_module(module).render
     with tolerant(stream):
         renderer(report, stream)
 
 
-_RENDERERS = {
-    "json": json_format.render,
-    "sarif": sarif.render,
-    "github": github.render,
+_MODULES = {
+    "text": "torchport.report.terminal",
+    "json": "torchport.report.json_format",
+    "sarif": "torchport.report.sarif",
+    "github": "torchport.report.github",
 }
 
 

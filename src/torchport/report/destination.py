@@ -16,7 +16,6 @@ import io
 import os
 import re
 import stat
-import uuid
 from dataclasses import dataclass
 
 from torchport._version import __version__
@@ -88,7 +87,7 @@ def _check_folder(folder: str, where: str) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"torchport run: {where}: no such folder: {folder}")
     # Only creating a file says for sure (permissions, read-only mounts, ACLs, quotas).
-    probe = os.path.join(folder, f".torchport-report-check-{uuid.uuid4().hex}")
+    probe = os.path.join(folder, f".torchport-report-check-{os.urandom(16).hex()}")
     try:
         os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except OSError as exc:
@@ -122,7 +121,7 @@ def write(target: ReportFile, report: Report, fmt: str) -> None:
 
 def _replace(path: str, data: bytes) -> None:
     folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+    temporary = os.path.join(folder, f".{name}.{os.urandom(16).hex()}.tmp")
     # 0o666 lets the umask decide a new file's mode, as open() would; an old file keeps its own.
     fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
     try:
