@@ -115,6 +115,21 @@ def test_check_imports_neither_other_subcommands_nor_unused_renderers(tmp_path: 
     assert unexpected.isdisjoint(loaded)
 
 
+def test_text_output_imports_rich_tables_only_for_facts_that_are_rows(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("x = 1\n", encoding="utf-8")
+    probe = (
+        "import sys\nfrom torchport.cli import main\n"
+        "assert main(['check', 't.py']) == 0\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    loaded = set(out.stdout.strip().splitlines()[-1].split())
+    assert "torchport.report.terminal" in loaded
+    assert "rich.table" not in loaded
+
+
 def test_a_subcommand_given_is_fully_built_and_others_are_still_choices(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

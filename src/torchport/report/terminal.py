@@ -8,7 +8,6 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from torchport.findings import Finding, Report, Safety, Severity
 
@@ -48,6 +47,9 @@ def _facts(console: Console, facts: dict[str, Any], indent: str = "") -> None:
             console.print(f"{indent}{escape(label)}:")
             _facts(console, value, indent + "  ")
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            # rich.table (and the fractions and decimal it imports) only for facts that are rows
+            from rich.table import Table
+
             console.print(f"{indent}{escape(label)}:")
             table = Table(show_edge=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
             columns = list(dict.fromkeys(k for row in value for k in row))
