@@ -68,6 +68,22 @@ def test_register_rejects_bad_code_and_unknown_heading() -> None:
         register(OddHeading)
 
 
+def test_register_rejects_a_name_taken_by_another_code_but_not_a_repeat() -> None:
+    first = all_rules()[0]
+
+    class Namesake(Rule):
+        """## What it does\nx\n## Why is this bad?\ny"""
+
+        code = _free_code("TP4")
+        name = first.name
+        severity = Severity.INFO
+
+    with pytest.raises(ValueError, match=f"rule name {first.name} registered twice"):
+        register(Namesake)
+    assert get(Namesake.code) is None
+    assert register(first) is first  # the same rule again is not a clash
+
+
 def test_finding_carries_rule_identity_and_details() -> None:
     class Sample(Rule):
         """## What it does\nFlags a sample.\n## Why is this bad?\nIt is."""

@@ -78,6 +78,7 @@ class Rule:
 
 
 _REGISTRY: dict[str, type[Rule]] = {}
+_CODE_OF_NAME: dict[str, str] = {}  # kept beside _REGISTRY: a name's code in one look-up
 R = TypeVar("R", bound=type[Rule])
 
 
@@ -107,7 +108,7 @@ def register(cls: R) -> R:
         raise ValueError(f"rule name {name!r} must be kebab-case")
     if code in _REGISTRY and _REGISTRY[code] is not cls:
         raise ValueError(f"rule code {code} registered twice")
-    if any(r.name == name and r.code != code for r in _REGISTRY.values()):
+    if _CODE_OF_NAME.get(name, code) != code:
         raise ValueError(f"rule name {name} registered twice")
     sections = doc_sections(cls.doc())
     missing = [h for h in REQUIRED_HEADINGS if h not in sections or not sections[h]]
@@ -117,6 +118,7 @@ def register(cls: R) -> R:
     if unknown:
         raise ValueError(f"rule {code} docstring has unknown headings: {', '.join(unknown)}")
     _REGISTRY[code] = cls
+    _CODE_OF_NAME[name] = code
     return cls
 
 
