@@ -20,6 +20,7 @@ from typing import Any
 
 from torchport.errors import ConfigError
 from torchport.findings import Severity
+from torchport.rules import matches
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude")
 _KNOWN = (*_LIST_KEYS, "per-file-ignores", "fail-on")
@@ -43,8 +44,6 @@ class Config:
 
     def enabled(self, code: str, path: str | None = None) -> bool:
         """Whether rule ``code`` runs, for ``path`` when given (for per-file-ignores)."""
-        from torchport.rules import matches
-
         selected = matches(code, [*self.select, *self.extend_select])
         if not selected or matches(code, list(self.ignore)):
             return False
