@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from torchport.cli import main
+from torchport.cli._common import terminal_columns
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -111,7 +112,8 @@ def test_check_imports_neither_other_subcommands_nor_unused_renderers(tmp_path: 
     assert {"torchport.cli.check", "torchport.report.json_format"} <= loaded
     unexpected = {"torchport.cli.run", "torchport.cli.port", "torchport.cli.doctor",
                   "torchport.cli.bench", "torchport.report.sarif", "torchport.report.terminal",
-                  "tomllib", "uuid", "traceback"}  # fmt: skip
+                  "tomllib", "uuid", "traceback",
+                  "shutil", "tempfile", "difflib"}  # fmt: skip
     assert unexpected.isdisjoint(loaded)
 
 
@@ -137,3 +139,16 @@ def test_a_subcommand_given_is_fully_built_and_others_are_still_choices(
     assert "--no-such-option" in capsys.readouterr().err
     assert main(["chek"]) == 2
     assert "invalid choice: 'chek'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("columns", [None, "57", "0", "-3", "wide", "250"])
+def test_help_width_is_the_one_argparse_gets_from_shutil(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns

@@ -3,16 +3,59 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from torchport.errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from torchport.findings import Report, Severity
 from torchport.report import FORMATS, render
 
 
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``, without importing shutil.
+
+    argparse asks shutil for the width each time it makes a formatter (for every argument
+    added, not only to print help), and shutil imports bz2 and lzma: a cost on every start.
+    """
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        columns = os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 0
+    except (AttributeError, ValueError, OSError):  # closed or detached, or not a terminal
+        columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, at the width argparse would use (see terminal_columns)."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class RawDescriptionHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """argparse's RawDescriptionHelpFormatter, at the width argparse would use."""
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line on stderr and exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchport.cli._common import add_output_options, emit
+from torchport.cli._common import RawDescriptionHelpFormatter, add_output_options, emit
 from torchport.errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from torchport.findings import Report, Safety, Severity
 
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
         "check",
         help="find device, transfer, dtype and multi-GPU mistakes (static, never runs code)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="*", type=Path, help="files or folders (default: .)")
     rules = p.add_argument_group("rule selection")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchport.cli._common import add_output_options, emit
+from torchport.cli._common import RawDescriptionHelpFormatter, add_output_options, emit
 from torchport.errors import EXIT_FINDINGS, ProbeError
 
 REQUIRE_CHOICES = ("cuda", "mps", "xpu", "any")
@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
         "doctor",
         help="why the GPU is not used or not usable, and the exact fix",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--require",

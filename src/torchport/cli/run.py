@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Any
 
-from torchport.cli._common import add_output_options
+from torchport.cli._common import RawDescriptionHelpFormatter, add_output_options
 from torchport.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError, require_torch
 from torchport.findings import Report, Severity
 from torchport.report import destination, render, streams
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
         "run",
         help="run a script under observation (--simulate cuda pretends a GPU)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionHelpFormatter,
     )
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     p.add_argument(
