@@ -15,7 +15,9 @@ False alarms are error and warning findings: on clean programs, and on buggy pro
 that no expectation names (these may be real second problems; they are listed for a human).
 
     OMP_NUM_THREADS=1 python benchmarks/detection_score.py [--tool check|run|both] [--only TEXT]
-        [--json] [--jobs N] [--timeout S] [--verbose]
+        [--json] [--jobs N] [--timeout S] [--verbose] [--cases DIR]
+
+`--cases DIR` scores a corpus in the same layout kept outside the project (a held-out set).
 
 `check` runs once over the whole corpus (one process, JSON output); `run --simulate cuda` runs
 each program in its own process, several at a time, each with a time limit.
@@ -145,8 +147,11 @@ def _comments(text: str, name: str) -> list[tuple[int, str]]:
     return [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
 
 
-def load_cases(only: str | None = None) -> list[Case]:
-    files = sorted([*CASES.glob("bugs/*.py"), *CASES.glob("clean/*.py")])
+def load_cases(only: str | None = None, folder: Path = CASES) -> list[Case]:
+    """The cases under ``folder`` (its ``bugs/`` and ``clean/``), those named ``only`` if given."""
+    if not (folder / "bugs").is_dir():
+        raise CorpusError(f"{folder}: no bugs/ folder of cases there")
+    files = sorted([*folder.glob("bugs/*.py"), *folder.glob("clean/*.py")])
     cases = [parse_case(p) for p in files]
     return [c for c in cases if only is None or only in c.name]
 
@@ -331,13 +336,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tool", choices=("check", "run", "both"), default="both")
     parser.add_argument("--only", help="score only cases whose name contains this text")
+    parser.add_argument(
+        "--cases", type=Path, default=CASES, metavar="DIR",
+        help="a corpus in the same layout kept elsewhere (DIR/bugs, DIR/clean)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per `run`")
     parser.add_argument("--verbose", action="store_true", help="list misses and false alarms")
     args = parser.parse_args(argv)
     try:
-        cases = load_cases(args.only)
+        cases = load_cases(args.only, args.cases.resolve())
     except CorpusError as exc:
         print(f"detection_score: {exc}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +77,25 @@ def test_info_findings_on_clean_cases_are_not_false_alarms(tmp_path: Path) -> No
     findings = [score.Finding("TP202", "info", 3), score.Finding("TP204", "warning", 3)]
     _, alarms = score.score([clean], {"check": {clean.name: findings}})
     assert [f.code for _, f in alarms["check"]["clean"]] == ["TP204"]
+
+
+def test_a_corpus_kept_elsewhere_is_scored_with_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bugs").mkdir()
+    (tmp_path / "bugs" / "moved.py").write_text(
+        "# source: https://example.org/report\n# area: device placement\n"
+        "# bug: the result of .to() is thrown away\nimport torch\n\nx = torch.zeros(2)\n"
+        'x.to("cuda")  # expect: any\n',
+        encoding="utf-8",
+    )
+    assert score.main(["--tool", "check", "--json", "--cases", str(tmp_path)]) == 0
+    recall = json.loads(capsys.readouterr().out)["recall"]
+    assert recall["line"]["all"]["check"] == {"found": 1, "total": 1}
+
+
+def test_a_folder_without_cases_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert score.main(["--cases", str(tmp_path)]) == 2
+    assert "no bugs/ folder" in capsys.readouterr().err
