@@ -124,7 +124,7 @@ class Analysis(FileContext):
     def placement(self) -> Placement | None:
         """Where every tensor of this file lives, followed across its functions (see
         :mod:`torchport.analyze.placement`); None where nothing is placed on a device."""
-        if not self.uses_accelerator:
+        if not self.uses_accelerator or not self._names_an_accelerator:
             return None
         from torchport.analyze.placement import Mode, analyse
 
@@ -132,6 +132,32 @@ class Analysis(FileContext):
             return analyse([self], Mode.CHECK)
         except RecursionError:
             return None  # nested beyond what the interpreter follows: the other rules still run
+
+    @cached_property
+    def _names_an_accelerator(self) -> bool:
+        """Whether the file holds anything that puts a tensor on an accelerator for sure: a
+        device string ("cuda:0", an f-string starting so), ``.cuda()``, ``.to(...)`` (an index
+        such as ``.to(rank)`` is one), ``.type("torch.cuda...")``, ``torch.device(...)``, the
+        accelerator API, or torchport's own library.
+
+        The placement analysis reports a host tensor meeting one that is surely on the device:
+        where nothing can be, it has nothing to report (library code that only passes a
+        ``device`` argument along).
+        """
+        from torchport.analyze.flow.exprs import device_place
+        from torchport.analyze.flow.values import Place
+
+        if any(attr in _PLACING_METHODS for attr in self._calls_by_method):
+            return True
+        if any(_last_name(call.func) in _PLACING_CALLS for call in self.calls):
+            return True
+        return any(
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.lstrip()[:3].lower() in _DEVICE_HEADS  # before the costlier parse
+            and device_place(node.value) is Place.DEVICE
+            for node in self.of_type(ast.Constant)
+        )
 
     @cached_property
     def uses_accelerator(self) -> bool:
@@ -229,6 +255,19 @@ class Analysis(FileContext):
 
 Detector = Callable[[Analysis], Iterable[Finding]]
 DETECTORS: dict[str, tuple[type[Rule], Detector]] = {}
+
+
+_DEVICE_HEADS = frozenset({"cud", "mps", "xpu", "npu", "hpu", "met"})  # device strings start so
+_PLACING_METHODS = frozenset({"cuda", "to", "type"})
+_PLACING_CALLS = frozenset(
+    {"device", "current_accelerator", "default_device", "to_device", "DeviceLoader"}
+)
+
+
+def _last_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
 
 
 def detector(rule: type[Rule]) -> Callable[[Detector], Detector]:

@@ -65,8 +65,8 @@ DEVICE_WORDS = ("device", ".to(", ".cuda(")
 
 def _places_something(func: FuncInfo) -> bool:
     node = func.node
-    lines = func.unit.ctx.lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
-    return any(word in line for line in lines for word in DEVICE_WORDS)
+    text = "\n".join(func.unit.ctx.lines[node.lineno - 1 : (node.end_lineno or node.lineno)])
+    return any(word in text for word in DEVICE_WORDS)
 
 
 class Interp:
