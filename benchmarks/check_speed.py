@@ -4,10 +4,11 @@ The floor is what no linter written in Python can beat on the same files: starti
 interpreter and running a bare `ast.parse` over each file. By default the files are
 torch/nn/modules of the installed torch (28 files, about 23k lines); `--tree torch` takes the
 whole torch package (`--limit N` an even sample of it). Every command is a subprocess timed end
-to end, start-up included, best of `--repeats` runs after one untimed warm-up run (which writes
-the bytecode an installed package would have; PYTHONDONTWRITEBYTECODE is not passed on), all in
-the same run. `--torchfix` also
-times TorchFix 0.7.0 (`--select ALL`) on the same files, when it is installed.
+to end, start-up included (torchport and TorchFix through the commands pip installs next to
+this interpreter), best of `--repeats` runs after one untimed warm-up run (which writes the
+bytecode an installed package would have; PYTHONDONTWRITEBYTECODE is not passed on), all in the
+same run. `--torchfix` also times TorchFix 0.7.0 (`--select ALL`) on the same files, when it is
+installed.
 
     OMP_NUM_THREADS=1 python benchmarks/check_speed.py [--tree nn|torch] [--limit N]
         [--repeats R] [--torchfix]
@@ -66,7 +67,10 @@ def timed(command: list[str]) -> tuple[float, float, str]:
 
 
 def commands(files: list[str], torchfix: bool) -> dict[str, list[str]]:
-    ours = [sys.executable, "-m", "torchport", "check", "--exit-zero", "--no-gitignore"]
+    # the `torchport` command pip installs, as a user runs it (and as TorchFix runs below)
+    script = shutil.which("torchport", path=str(Path(sys.executable).parent))
+    start = [script] if script is not None else [sys.executable, "-m", "torchport"]
+    ours = [*start, "check", "--exit-zero", "--no-gitignore"]
     runs = {
         "floor (python + ast.parse)": [sys.executable, "-c", FLOOR, *files],
         "torchport check -j 1": [*ours, "--output-format", "json", "-j", "1", *files],
