@@ -62,6 +62,8 @@ BF16_LOOSER = {
     "custom_autograd_ste.py": Tolerance(0.1, 0.0, "weights cross quantisation levels: 5%"),
     "early_stopping_best_state.py": Tolerance(0.4, 0.0, "stops at epoch 14, not 5: 19%"),
     "graph_attention_scatter.py": Tolerance(0.1, 0.0, "softmax over scatter sums: 4.4%"),
+    # within 2 % on the CPUs of earlier runs; 3.0 % measured on one with AMX bfloat16 tiles
+    "layer_list_mlp.py": Tolerance(0.06, 0.0, "bfloat16 matmul kernels differ by CPU: 3.0%"),
     "super_resolution_pixelshuffle.py": Tolerance(0.2, 0.0, "a small MSE, 0.03: 8.4%"),
     "-m:pkg_vision.train": Tolerance(0.05, 0.0, "a small MSE, 0.005: 2.1%"),
 }
