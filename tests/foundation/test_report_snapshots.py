@@ -125,3 +125,29 @@ def test_text_is_plain_when_not_a_terminal() -> None:
     assert "\x1b[" not in text
     assert "train.py:23:5: TP991 error to-result-discarded" in text
     assert "GPU not usable: CPU-only build" in text.splitlines()[-1]
+
+
+def test_plain_text_is_what_rich_writes_to_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without rows among the facts, text to a pipe is written without rich; it must not differ.
+    from torchport.report import terminal
+
+    report = sample_report()
+    report.facts.pop("gpus")
+    report.findings.append(
+        Finding(
+            "TP995",
+            "markup-lookalike",
+            Severity.ERROR,
+            "[bold]not markup[/] \\[x] {braces} \u00e9\u2192 100%",
+            Location("a b/[x].py", 3, 1),
+            Fix("use `x[0]` [red]", (Edit(3, 1, 3, 1, "y"),)),
+        )
+    )
+    report.facts["nested"] = {"a_b": [1, 2.5, None], "flag": True, "empty": []}
+    plain = io.StringIO()
+    render(report, "text", plain)
+    monkeypatch.setattr(terminal, "_has_rows", lambda facts: True)
+    through_rich = io.StringIO()
+    render(report, "text", through_rich)
+    assert plain.getvalue() == through_rich.getvalue()
+    assert "[bold]not markup[/] \\[x]" in plain.getvalue()

@@ -44,6 +44,8 @@ ANY_DEPTH = None  # a whole ``**`` component: zero or more components
 
 @dataclass(frozen=True)
 class Pattern:
+    """One gitignore-style pattern, split into path components."""
+
     base: Path
     segments: tuple[Segment | None, ...]  # one per path component, ``ANY_DEPTH`` for ``**``
     negate: bool

@@ -62,6 +62,8 @@ class UseMove:
 
 @dataclass(eq=False)  # records: compared by identity
 class Placement:
+    """Where the values of a program live, and the conflicts and moves found."""
+
     program: Program
     interp: Interp
     mode: Mode

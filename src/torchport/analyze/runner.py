@@ -19,6 +19,8 @@ from torchport.rules.device import UnparsableFile
 
 @dataclass(frozen=True)
 class Options:
+    """How files are checked: the configuration and what to do with fixes."""
+
     config: Config
     fix: bool = False
     unsafe: bool = False
@@ -28,6 +30,8 @@ class Options:
 
 @dataclass
 class FileResult:
+    """The outcome of checking one file."""
+
     path: str
     findings: list[Finding] = field(default_factory=list)
     applied: list[Finding] = field(default_factory=list)

@@ -16,6 +16,8 @@ Thunk = Callable[[], "Info | None"]
 
 @dataclass(eq=False)  # records: compared by identity
 class _Binding:
+    """One assignment of a name, evaluated when first asked for."""
+
     line: int
     thunk: Thunk
     done: bool = False  # evaluated once: chains like ``x = x + x`` stay linear

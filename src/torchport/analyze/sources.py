@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,11 +54,15 @@ class Notebook:
             lines = [self.magics.get(line.strip(), line) for line in chunk.split("\n")]
             source = "\n".join(lines)
             self.data["cells"][index]["source"] = source.splitlines(keepends=True)
+        import json  # only notebooks need it; most runs read none
+
         return json.dumps(self.data, indent=self.indent, ensure_ascii=False) + "\n"
 
 
 @dataclass
 class Source:
+    """A file to analyse: its bytes, its text and the Python text drawn from it."""
+
     path: Path
     data: bytes  # the file as on disk
     raw: str  # its decoded text
@@ -139,6 +142,8 @@ def _notebook(path: Path, data: bytes) -> Source:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise BadFile(f"not UTF-8 (invalid byte at offset {exc.start})") from None
+    import json  # only notebooks need it; most runs read none
+
     try:
         content = json.loads(text)
     except ValueError as exc:

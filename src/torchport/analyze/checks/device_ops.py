@@ -56,6 +56,8 @@ _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.Fl
 
 @dataclass(frozen=True)
 class _Operand:
+    """One side of an operation between tensors: where it lives and how to name it."""
+
     node: ast.AST
     device: str  # "cpu" or "accel"
     what: str  # how the message names it

@@ -113,6 +113,8 @@ class CallSite:
 
 @dataclass(eq=False)  # records: compared by identity
 class Events:
+    """What the interpreter saw happen, keyed by source position."""
+
     meets: dict[int, Meet] = field(default_factory=dict)
     sinks: dict[int, Sink] = field(default_factory=dict)
     pins: dict[int, Pin] = field(default_factory=dict)

@@ -13,6 +13,8 @@ Arg = tuple[ast.expr, Val]
 
 @dataclass(eq=False)  # records: compared by identity
 class Invocation:
+    """One call being interpreted: its frame and the values it was given."""
+
     ip: Interp
     fr: Frame
     node: ast.Call

@@ -32,6 +32,8 @@ class Role(enum.Enum):
 
 @dataclass(eq=False)
 class FuncInfo:
+    """A function or method of the program, and what it was called with and returns."""
+
     node: Func | ast.Lambda
     unit: Unit
     name: str
@@ -79,6 +81,8 @@ def _is_static(node: Func | ast.Lambda) -> bool:
 
 @dataclass(eq=False)
 class ClassInfo:
+    """A class of the program: its bases, methods and the attributes its code sets."""
+
     node: ast.ClassDef
     unit: Unit
     name: str
