@@ -10,12 +10,14 @@ and `clean/` holds their correct twins, where nothing at error or warning level 
     # expect[mask]: TP103      lines sharing a label are one bug: a finding on any of them finds it
 
 A bug counts as found by a tool in "code" mode when the tool reports one of the listed codes on
-one of its lines, and in "line" mode when the tool reports anything there (any severity).
+one of its lines, and in "line" mode when the tool reports anything there (any severity). A
+finding reports on its own line and on its related lines in the same file (where it says the
+offending value was made); `--at-line-only` counts only its own line.
 False alarms are error and warning findings: on clean programs, and on buggy programs at lines
 that no expectation names (these may be real second problems; they are listed for a human).
 
     OMP_NUM_THREADS=1 python benchmarks/detection_score.py [--tool check|run|both] [--only TEXT]
-        [--json] [--jobs N] [--timeout S] [--verbose] [--cases DIR]
+        [--json] [--jobs N] [--timeout S] [--verbose] [--cases DIR] [--at-line-only]
 
 `--cases DIR` scores a corpus in the same layout kept outside the project (a held-out set).
 
@@ -63,11 +65,12 @@ class Bug:
     label: str
     lines: dict[int, frozenset[str]]
 
-    def found(self, findings: Iterable[Finding], by_code: bool) -> bool:
+    def found(self, findings: Iterable[Finding], by_code: bool, own_line: bool = False) -> bool:
         for f in findings:
-            codes = self.lines.get(f.line)
-            if codes is not None and (not by_code or ANY in codes or f.code in codes):
-                return True
+            for line in f.lines(own_line):
+                codes = self.lines.get(line)
+                if codes is not None and (not by_code or ANY in codes or f.code in codes):
+                    return True
         return False
 
 
@@ -90,6 +93,11 @@ class Finding:
     severity: str
     line: int
     message: str = ""
+    related: tuple[int, ...] = ()  # lines of the same file the finding points at
+
+    def lines(self, own_line: bool = False) -> tuple[int, ...]:
+        """The lines it reports on: its own, and (unless ``own_line``) its related ones."""
+        return (self.line,) if own_line else (self.line, *self.related)
 
 
 @dataclass
@@ -173,7 +181,11 @@ def _findings(report: dict[str, Any], base: Path) -> dict[Path, list[Finding]]:
         if f.get("path") is None or f.get("line") is None:
             continue
         path = (base / f["path"]).resolve()
-        out[path].append(Finding(f["code"], f["severity"], f["line"], f.get("message", "")))
+        related = tuple(
+            r["line"] for r in f.get("related", []) if (base / r["path"]).resolve() == path
+        )
+        message = f.get("message", "")
+        out[path].append(Finding(f["code"], f["severity"], f["line"], message, related))
     return out
 
 
@@ -230,9 +242,11 @@ class Score:
 
 
 def score(
-    cases: list[Case], results: dict[str, dict[str, list[Finding]]]
+    cases: list[Case], results: dict[str, dict[str, list[Finding]]], own_line: bool = False
 ) -> tuple[dict[str, Score], dict[str, Any]]:
-    """Per area (and "all") which bugs each tool finds; the false alarms of each tool."""
+    """Per area (and "all") which bugs each tool finds; the false alarms of each tool.
+
+    With ``own_line``, a finding counts only on its own line, not on its related ones."""
     areas: dict[str, Score] = defaultdict(Score)
     alarms: dict[str, Any] = {tool: {"clean": [], "buggy_unexpected": []} for tool in results}
     for case in cases:
@@ -244,13 +258,13 @@ def score(
             else:
                 expected = case.expected_lines
                 alarms[tool]["buggy_unexpected"] += [
-                    (case.name, f) for f in loud if f.line not in expected
+                    (case.name, f) for f in loud if expected.isdisjoint(f.lines(own_line))
                 ]
         for bug in case.bugs:
             for area in (case.area, "all"):
                 areas[area].bugs.append(bug)
                 for mode in ("code", "line"):
-                    hits = {t: bug.found(f, mode == "code") for t, f in per_tool.items()}
+                    hits = {t: bug.found(f, mode == "code", own_line) for t, f in per_tool.items()}
                     for tool, hit in hits.items():
                         if hit:
                             areas[area].found[(tool, mode)].append(bug)
@@ -344,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per `run`")
     parser.add_argument("--verbose", action="store_true", help="list misses and false alarms")
+    parser.add_argument(
+        "--at-line-only", action="store_true",
+        help="count a finding only on its own line, not where it says the value was made",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         cases = load_cases(args.only, args.cases.resolve())
@@ -362,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes = run_all(cases, args.jobs, args.timeout)
         results["run"] = {name: o.findings for name, o in outcomes.items()}
         problems = {name: o.problem for name, o in outcomes.items() if o.problem}
-    areas, alarms = score(cases, results)
+    areas, alarms = score(cases, results, args.at_line_only)
     if args.json:
         print(json.dumps(as_json(areas, alarms, tools, problems), indent=2))
     else:

@@ -94,6 +94,9 @@ class Finding:
     location: Location | None = None
     fix: Fix | None = None
     details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # other places the finding is about: where the offending value was made, when that is
+    # not where it does harm (editors and SARIF viewers link to them)
+    related: tuple[Location, ...] = field(default=(), compare=False)
 
     def sort_key(self) -> tuple[str, int, int, str]:
         loc = self.location

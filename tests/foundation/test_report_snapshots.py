@@ -29,6 +29,7 @@ def sample_report() -> Report:
                 "`x.to(device)` returns a new tensor; the result is thrown away, `x` stays on cpu",
                 Location("train.py", 23, 4, 23, 16),
                 Fix("Assign the result: `x = x.to(device)`", (Edit(23, 4, 23, 4, "x = "),)),
+                related=(Location("train.py", 20, 4),),
             ),
             Finding(
                 "TP992",
@@ -93,7 +94,9 @@ def test_json_schema_has_documented_fields() -> None:
         "cell",
         "fix",
         "details",
+        "related",
     }
+    assert first["related"] == [{"path": "train.py", "line": 20, "column": 5, "cell": None}]
     assert data["summary"]["total"] == 4
     assert data["summary"]["fixable"] == 1
     assert first["column"] == 5  # 1-based in output

@@ -19,7 +19,6 @@ from torch.nn import functional as F
 from torch.nn.utils import rnn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from torchport.findings import Severity
 from torchport.runtime import watch
 
 HERE = Path(__file__).read_text(encoding="utf-8").splitlines()
@@ -34,7 +33,7 @@ def _codes(w: watch) -> set[tuple[str, int]]:
     return {
         (f.code, f.location.line)
         for f in w.findings
-        if f.severity >= Severity.WARNING and f.location is not None and f.location.path == __file__
+        if f.location is not None and f.location.path == __file__
     }
 
 

@@ -217,3 +217,18 @@ def test_memory_statistics_calls_and_cuda_device_work_as_on_a_gpu() -> None:
             assert isinstance(chosen, torch.cuda.device)
             assert torch.zeros(1, device="cuda").device == torch.device("cuda", 0)
     assert w.failure is None
+
+
+def test_integer_bookkeeping_kept_on_the_host_is_not_counted_as_cpu_compute() -> None:
+    # pack_padded_sequence wants its lengths on the CPU: sorting them is not a model left behind
+    with watch("cuda") as w:
+        rnn = nn.GRU(3, 4, batch_first=True).to("cuda")
+        for _ in range(40):
+            lengths = torch.randint(1, 6, (8,))
+            order = lengths.argsort(descending=True)
+            lengths = lengths[order].clamp(min=1)
+            x = torch.randn(8, 5, 3, device="cuda")
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+            rnn(packed)
+    assert [f for f in w.findings if f.code == "TP151"] == []
+    assert "cpu" not in w.report().facts["ops_in_forward_by_device"]

@@ -2,7 +2,15 @@
 
 A loop is hot when it iterates a DataLoader, or when its own body (not a nested loop's)
 calls ``backward()``, ``optimizer.step()`` or a model. Functions and methods of the same file
-called from a hot loop (including a module's ``forward`` when the model is called) are hot too.
+called from a hot loop (including a module's ``forward`` when the model is called, and the
+methods of same-file objects: a meter's ``update``, a callback's ``on_step_end``) are hot too.
+
+Inside ``def train(model, loader, optimizer)`` nothing says what the parameters hold; as
+programs are written, a ``loader`` is iterated for batches and a ``model`` is called on them,
+so those names make a loop hot.
+
+Code guarded by ``if step % N == 0:`` (or run once) is not run at every step: it is not
+followed into the functions it calls, and a sync there is what we tell users to do.
 """
 
 from __future__ import annotations
@@ -15,6 +23,11 @@ from torchport.analyze.scope import loader_of
 from torchport.analyze.walk import children, descendants
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# what a parameter nothing else describes holds, by its name (as `train(model, loader)`)
+_MODEL_NAMES = frozenset(
+    {"model", "net", "network", "module", "encoder", "decoder", "generator", "discriminator",
+     "critic", "actor", "policy", "classifier", "backbone", "netG", "netD", "teacher", "student"}
+)  # fmt: skip
 
 
 def hot_nodes(ctx: FileContext) -> set[ast.AST]:
@@ -35,11 +48,12 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
 
 
 def _mark(ctx: FileContext, body: list[ast.stmt], hot: set[ast.AST], todo: list[Func]) -> None:
-    """Add every node of ``body`` to ``hot`` and the same-file functions it calls to ``todo``."""
+    """Add every node of ``body`` to ``hot`` and the same-file functions it calls to ``todo``
+    (not those called once or every N steps: ``if step % 100 == 0: log(...)``)."""
     for stmt in body:
         for inner in descendants(stmt):
             hot.add(inner)
-            if isinstance(inner, ast.Call):
+            if isinstance(inner, ast.Call) and not rarely_runs(ctx, inner):
                 todo.extend(_callees(ctx, inner))
 
 
@@ -50,7 +64,18 @@ def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
         info = ctx.info(iterable)
         if info is not None and info.kind == K.LOADER:
             return True
+        if info is None and _named(iterable).endswith("loader"):
+            return True
     return any(_is_step(ctx, node) for node in _own_body(loop))
+
+
+def _named(node: ast.expr) -> str:
+    """The name a loader or model is held under: ``loader``, ``self.train_loader``."""
+    if isinstance(node, ast.Name):
+        return node.id.lower()
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr.lower() if node.value.id == "self" else ""
+    return ""
 
 
 def _own_body(loop: ast.AST) -> list[ast.AST]:
@@ -82,7 +107,10 @@ def _is_step(ctx: FileContext, node: ast.AST) -> bool:
     if isinstance(func, ast.Name) and func.id not in ctx.bound_names:
         return False  # a builtin or a function: never a model held in a variable
     callee = ctx.info(func)
-    return callee is not None and callee.kind == K.MODULE
+    if callee is None:
+        name = _named(func)
+        return name in _MODEL_NAMES or name.endswith("model")
+    return callee.kind == K.MODULE
 
 
 def _callees(ctx: FileContext, call: ast.Call) -> list[Func]:
@@ -98,7 +126,26 @@ def _callees(ctx: FileContext, call: ast.Call) -> list[Func]:
     if callee is not None and callee.kind == K.MODULE and callee.cls in ctx.module_classes:
         forward = ctx.method(ctx.classes[callee.cls], "forward")
         return [forward] if forward is not None else []
+    if isinstance(func, ast.Attribute) and callee is None:
+        return _object_methods(ctx, func)
     return []
+
+
+def _object_methods(ctx: FileContext, func: ast.Attribute) -> list[Func]:
+    """``meter.update(...)``, ``cb.on_step_end(...)``: the method of that name of the file's
+    plain classes (not modules or datasets, whose methods torch calls) when the receiver is
+    one of them, or is unknown and only one such class defines the name."""
+    if func.attr.startswith("__"):
+        return []
+    plain = [
+        cls for name, cls in ctx.classes.items()
+        if name not in ctx.module_classes and name not in ctx.dataset_classes
+    ]  # fmt: skip
+    receiver = ctx.info(func.value)
+    if receiver is not None:
+        plain = [cls for cls in plain if cls.name == receiver.cls]
+    found = [m for m in (ctx.method(cls, func.attr) for cls in plain) if m is not None]
+    return found if receiver is not None or len(found) == 1 else []
 
 
 def forward_nodes(ctx: FileContext) -> dict[ast.AST, str]:
@@ -130,3 +177,68 @@ def forward_nodes(ctx: FileContext) -> dict[ast.AST, str]:
                     if helper is not None:
                         todo.append(helper)
     return out
+
+
+_SCOPES = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+)
+
+
+def rarely_runs(a: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` is guarded, inside its loop, by a test that holds once or every N steps."""
+    child = node
+    for up in a.ancestors(node):
+        if isinstance(up, _SCOPES):
+            return False
+        if isinstance(up, ast.If | ast.IfExp) and _in_body(up, child) and _sparse(a, up.test):
+            return True
+        child = up
+    return False
+
+
+def _in_body(branch: ast.If | ast.IfExp, child: ast.AST) -> bool:
+    if isinstance(branch, ast.IfExp):
+        return child is branch.body
+    return child in branch.body
+
+
+def _sparse(a: FileContext, test: ast.expr) -> bool:
+    """``i % n == 0``, ``not i % n``, ``i == 0``, ``i == len(x) - 1`` (and conjunctions)."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_sparse(a, v) for v in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _has_modulo(test.operand)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = (test.left, test.comparators[0])
+    if any(is_tensor(a, s) for s in sides):
+        return False  # a value read from the device decides: that is a sync, not a schedule
+    if any(_has_modulo(s) for s in sides):
+        return True
+    return any(_counter_target(s) for s in sides)
+
+
+def _has_modulo(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in descendants(node))
+
+
+def _counter_target(node: ast.expr) -> bool:
+    """An int literal or arithmetic such as ``len(loader) - 1``: a step that comes once."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub)
+
+
+def is_tensor(a: FileContext, node: ast.expr) -> bool:
+    """Whether ``node`` is inferred to hold a tensor."""
+    info = a.info(node)
+    return info is not None and info.kind == K.TENSOR

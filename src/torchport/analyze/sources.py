@@ -71,9 +71,13 @@ class Source:
     notebook: Notebook | None = None
 
     def locate(self, finding: Finding) -> Finding:
-        if self.notebook is None or finding.location is None:
+        book = self.notebook
+        if book is None or finding.location is None:
             return finding
-        return replace(finding, location=self.notebook.locate(finding.location))
+        related = tuple(
+            book.locate(r) if r.path == finding.location.path else r for r in finding.related
+        )
+        return replace(finding, location=book.locate(finding.location), related=related)
 
     def position(self, path: str, line: int) -> Location:
         """A place in the analysed text, as the user sees it (cell and line in a notebook)."""

@@ -2,7 +2,8 @@
 
 Top level: ``tool``, ``version``, ``schema_version``, ``command``, ``findings``, ``facts``,
 ``verdict`` and ``summary``. Each finding has ``code``, ``name``, ``severity``, ``message``,
-``path``, ``line``, ``column``, ``end_line``, ``end_column``, ``cell``, ``fix`` and ``details``.
+``path``, ``line``, ``column``, ``end_line``, ``end_column``, ``cell``, ``fix``, ``details`` and
+``related``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from torchport._version import __version__
-from torchport.findings import Finding, Fix, Report
+from torchport.findings import Finding, Fix, Location, Report
 
 SCHEMA_VERSION = 1
 
@@ -52,7 +53,12 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "cell": loc.cell if loc else None,
         "fix": fix_to_dict(f.fix),
         "details": f.details,
+        "related": [_place(r) for r in f.related],
     }
+
+
+def _place(loc: Location) -> dict[str, Any]:
+    return {"path": loc.path, "line": loc.line, "column": loc.column + 1, "cell": loc.cell}
 
 
 def summary(report: Report) -> dict[str, Any]:

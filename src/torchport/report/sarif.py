@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchport._version import __version__
-from torchport.findings import Finding, Report, Severity
+from torchport.findings import Finding, Location, Report, Severity
 from torchport.rules import get
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -46,20 +46,23 @@ def _result(f: Finding, index: int) -> dict[str, Any]:
     }
     loc = f.location
     if loc is not None and loc.path:
-        region: dict[str, int] = {"startLine": max(loc.line, 1), "startColumn": loc.column + 1}
-        if loc.end_line is not None:
-            region["endLine"] = loc.end_line
-        if loc.end_column is not None:
-            region["endColumn"] = loc.end_column + 1
-        result["locations"] = [
-            {
-                "physicalLocation": {
-                    "artifactLocation": {"uri": _uri(loc.path)},
-                    "region": region,
-                }
-            }
+        result["locations"] = [_physical(loc)]
+    related = [r for r in f.related if r.path]
+    if related:
+        result["relatedLocations"] = [
+            {"id": i, **_physical(r), "message": {"text": "made here"}}
+            for i, r in enumerate(related)
         ]
     return result
+
+
+def _physical(loc: Location) -> dict[str, Any]:
+    region: dict[str, int] = {"startLine": max(loc.line, 1), "startColumn": loc.column + 1}
+    if loc.end_line is not None:
+        region["endLine"] = loc.end_line
+    if loc.end_column is not None:
+        region["endColumn"] = loc.end_column + 1
+    return {"physicalLocation": {"artifactLocation": {"uri": _uri(loc.path)}, "region": region}}
 
 
 def to_dict(report: Report) -> dict[str, Any]:

@@ -54,6 +54,7 @@ class Rule:
         fix: Fix | None = None,
         *,
         severity: Severity | None = None,
+        related: tuple[Location, ...] = (),
         **details: Any,
     ) -> Finding:
         return Finding(
@@ -64,6 +65,7 @@ class Rule:
             location=location,
             fix=fix,
             details=details,
+            related=related,
         )
 
     @classmethod

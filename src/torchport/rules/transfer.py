@@ -21,6 +21,10 @@ class LoaderWithoutPinMemory(Rule):
     Copies from pageable host memory are staged through a pinned buffer by the driver, often at
     half the bandwidth, and cannot overlap with compute even with `non_blocking=True`.
 
+    A suggestion (info) by itself: pinning costs host memory and time of its own, and small
+    batches gain little. A warning where the file copies its batches with
+    `non_blocking=True`: that asks for an overlap only pinned memory gives.
+
     ## Example
     ```python
     loader = DataLoader(dataset, batch_size=64)
@@ -40,7 +44,7 @@ class LoaderWithoutPinMemory(Rule):
 
     code = "TP201"
     name = "loader-without-pin-memory"
-    severity = Severity.WARNING
+    severity = Severity.INFO
 
 
 @register
@@ -114,6 +118,10 @@ class ItemInHotLoop(Rule):
     Reading a value on the host waits for every queued kernel to finish: the GPU runs dry
     at every step while Python waits, then waits again for the next batch.
 
+    One read per step (a running loss for the progress bar) costs one wait per step: a
+    suggestion (info), as most programs can afford it. Reads in a loop inside the step (one
+    per sample or per class) are a warning: they wait many times per step.
+
     ## Example
     ```python
     for x, y in loader:
@@ -145,7 +153,7 @@ class ItemInHotLoop(Rule):
 
     code = "TP204"
     name = "item-in-hot-loop"
-    severity = Severity.WARNING
+    severity = Severity.INFO
 
 
 @register
@@ -156,6 +164,8 @@ class DeviceToHostInHotLoop(Rule):
     ## Why is this bad?
     A device-to-host copy synchronizes with the GPU at every step, and moves data that is
     usually only needed once per epoch.
+
+    Once per step it is a suggestion (info); in a loop inside the step it is a warning.
 
     ## Example
     ```python
@@ -172,7 +182,7 @@ class DeviceToHostInHotLoop(Rule):
 
     code = "TP205"
     name = "device-to-host-in-hot-loop"
-    severity = Severity.WARNING
+    severity = Severity.INFO
 
 
 @register
@@ -184,6 +194,8 @@ class ImplicitSyncInHotLoop(Rule):
     ## Why is this bad?
     Each one reads the tensor's value on the host, which waits for the GPU to finish all
     queued work: a hidden synchronization at every step.
+
+    Once per step it is a suggestion (info); in a loop inside the step it is a warning.
 
     ## Example
     ```python
@@ -201,7 +213,7 @@ class ImplicitSyncInHotLoop(Rule):
 
     code = "TP206"
     name = "implicit-sync-in-hot-loop"
-    severity = Severity.WARNING
+    severity = Severity.INFO
 
 
 @register

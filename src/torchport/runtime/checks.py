@@ -14,7 +14,7 @@ from torchport.rules.transfer import (
     ItemInHotLoop,
     SynchronizeInHotLoop,
 )
-from torchport.runtime.record import LOADER_WINDOW, LoaderStats, Record
+from torchport.runtime.record import LOADER_WINDOW, LoaderStats, Record, SyncStats
 from torchport.runtime.sites import Site
 
 CPU_SHARE_THRESHOLD = 0.2  # below this, CPU ops are bookkeeping, not a model left behind
@@ -107,17 +107,33 @@ def _syncs_in_loop(record: Record) -> list[Finding]:
                 "often, or use a variant that keeps the value on the device"
             )
         library_habit = cause is not None and not cause.warn
+        severity = Severity.INFO if library_habit else _per_step(kind, stats)
+        via: dict[str, Any] = {"via": cause.via} if cause is not None else {}
         out.append(
             sync_rule(kind).finding(
                 f"{what} inside the training loop ({stats.count} times)",
                 site.location(),
                 Fix(fix),
-                severity=Severity.INFO if library_habit else None,
+                severity=severity,
                 count=stats.count,
-                **({"via": cause.via} if cause is not None else {}),
+                **via,
             )
         )
     return out
+
+
+# Steps are counted at each batch drawn and each backward pass (two an iteration in most
+# loops): a site reading values more often than this per step does so in a loop inside it.
+REPEATS_PER_STEP = 1.5
+
+
+def _per_step(kind: str, stats: SyncStats) -> Severity | None:
+    """A warning for a value read many times a step (in a loop inside it); otherwise the rule's
+    own severity: a suggestion for one read a step, a warning for synchronize()."""
+    steps = stats.last_step - stats.first_step + 1
+    if sync_rule(kind) is not SynchronizeInHotLoop and stats.count > REPEATS_PER_STEP * steps:
+        return Severity.WARNING
+    return None
 
 
 def starvation_evidence(stats: LoaderStats) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from torchport.findings import Finding, Fix
+from torchport.findings import Finding, Fix, Location
 from torchport.rules.device import TensorsOnDifferentDevices
 from torchport.runtime.modules import ModuleTracker, weight_device
 from torchport.runtime.sites import Provenance, Site, call_name
@@ -116,7 +116,16 @@ class Explainer:
             + "; ".join(f"{label} on {t.device} ({self._origin(t)})" for label, t in tensors),
             None if site is None else site.location(),
             Fix(fix),
+            related=self._made_at(tensors, site),
         )
+
+    def _made_at(
+        self, tensors: list[tuple[str, torch.Tensor]], site: Site | None
+    ) -> tuple[Location, ...]:
+        """Where the host tensors among ``tensors`` were created, other than at ``site``."""
+        made = (self._provenance.get(t) for _, t in tensors if t.device.type == "cpu")
+        places = {m.location() for m in made if m is not None and m != site}
+        return tuple(sorted(places, key=lambda loc: (loc.path, loc.line)))
 
     def _running(self) -> str:
         module = self._tracker.current

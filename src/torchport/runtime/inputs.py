@@ -107,11 +107,13 @@ def _report(observer: Observer, module: nn.Module, value: torch.Tensor, kind: st
     what = f"{dtype} input of shape {tuple(value.shape)} to {path} ({type(module).__name__}, "
     what += f"float32 weights){made}"
     location = None if site is None else site.location()
+    related = (origin.location(),) if origin is not None and origin != site else ()
     if kind == "wide":
         finding = Float64OnAccelerator.finding(
             f"{what}: the layer fails or computes in float64",
             location,
             Fix("convert the data to float32 where it is made (.float(), or np.float32)"),
+            related=related,
         )
     elif kind == "half":
         finding = HalfInputToFloatLayer.finding(
@@ -121,12 +123,14 @@ def _report(observer: Observer, module: nn.Module, value: torch.Tensor, kind: st
                 "keep the input float32 and compute in half precision with "
                 'torch.autocast(device_type="cuda", dtype=torch.float16) around the forward pass'
             ),
+            related=related,
         )
     else:
         finding = IntegerInputToFloatLayer.finding(
             f"{what}: float layers need floating-point inputs",
             location,
             Fix("convert it with .float() (or use nn.Embedding for indices)"),
+            related=related,
         )
     observer.add(finding, site, key=path)
 
@@ -142,6 +146,7 @@ def _float_indices(observer: Observer, module: nn.Module, value: torch.Tensor) -
         f"{made}: embeddings are looked up by integer index",
         None if site is None else site.location(),
         Fix("make the indices int64 where they are built (.long(), or torch.randint)"),
+        related=(origin.location(),) if origin is not None and origin != site else (),
     )
     observer.add(finding, site, key=path)
 

@@ -242,6 +242,8 @@ class Observer(TorchFunctionMode):
         if not isinstance(first, torch.Tensor):
             return
         kind = first.device.type
+        if kind == "cpu" and not first.is_floating_point():
+            return  # lengths, indices and masks: bookkeeping torch keeps on the host on purpose
         self.record.ops_by_device[kind] += 1
         if kind == "cpu":
             cpu_ops = self.record.ops_by_device["cpu"]
@@ -417,6 +419,7 @@ class Observer(TorchFunctionMode):
                     "dtype=np.float32 on the NumPy side)"
                 ),
                 origin=None if origin is None else str(origin),
+                related=(origin.location(),) if origin is not None else (),
             ),
             site,
         )

@@ -209,6 +209,7 @@ class TransferHandlers:
                         "convert it to float32 where it is made (.float(), or np.float32 data), "
                         "or pass dtype=torch.float32 to .to()"
                     ),
+                    related=(origin.location(),) if origin is not None else (),
                 ),
                 site,
             )

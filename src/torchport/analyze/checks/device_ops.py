@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.edits import location
 from torchport.analyze.flow.values import Origin
 from torchport.analyze.infer import keyword
-from torchport.findings import Finding, Fix
+from torchport.findings import Finding, Fix, Location
 from torchport.rules import device as R
 from torchport.rules import device_ops as RO
 
@@ -97,7 +98,12 @@ def _followed(a: Analysis, reported: set[int]) -> Iterator[Finding]:
             "is made, or move it there",
             a.loc(node),
             Fix("create the CPU operand on the device (`device=...`) where it is made"),
+            related=tuple(sorted({location(o.unit.ctx, o.node) for o in origins}, key=_order)),
         )
+
+
+def _order(loc: Location) -> tuple[str, int, int]:
+    return (loc.path, loc.line, loc.column)
 
 
 def _reported_where_made(a: Analysis, origin: Origin) -> bool:
@@ -131,8 +137,19 @@ def _local(a: Analysis) -> Iterator[tuple[Finding, ast.AST]]:
             message,
             a.loc(node),
             Fix("create the CPU operand on the device (`device=...`) or `.to(device)` it"),
+            related=_made_at(a, cpu.node),
         )
         yield finding, node
+
+
+def _made_at(a: Analysis, node: ast.AST) -> tuple[Location, ...]:
+    """Where a CPU operand named by a variable got its value, when on another line."""
+    if not isinstance(node, ast.Name):
+        return ()
+    bound = assigned_value(a, node, node.lineno)
+    if bound is None or bound.lineno == node.lineno:
+        return ()
+    return (a.loc(bound),)
 
 
 def _candidates(a: Analysis) -> Iterator[tuple[ast.AST, str, list[_Operand]]]:

@@ -11,72 +11,9 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.walk import descendants
-from torchport.findings import Finding, Fix
+from torchport.analyze.hot import is_tensor, rarely_runs
+from torchport.findings import Finding, Fix, Severity
 from torchport.rules import transfer as R
-
-_SCOPES = (
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.Lambda,
-    ast.ClassDef,
-)
-
-
-def rarely_runs(a: Analysis, node: ast.AST) -> bool:
-    """Whether ``node`` is guarded, inside its loop, by a test that holds once or every N steps."""
-    child = node
-    for up in a.ancestors(node):
-        if isinstance(up, _SCOPES):
-            return False
-        if isinstance(up, ast.If | ast.IfExp) and _in_body(up, child) and _sparse(a, up.test):
-            return True
-        child = up
-    return False
-
-
-def _in_body(branch: ast.If | ast.IfExp, child: ast.AST) -> bool:
-    if isinstance(branch, ast.IfExp):
-        return child is branch.body
-    return child in branch.body
-
-
-def _sparse(a: Analysis, test: ast.expr) -> bool:
-    """``i % n == 0``, ``not i % n``, ``i == 0``, ``i == len(x) - 1`` (and conjunctions)."""
-    if isinstance(test, ast.BoolOp):
-        parts = [_sparse(a, v) for v in test.values]
-        return any(parts) if isinstance(test.op, ast.And) else all(parts)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _has_modulo(test.operand)
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return False
-    if not isinstance(test.ops[0], ast.Eq):
-        return False
-    sides = (test.left, test.comparators[0])
-    if any(_is_tensor(a, s) for s in sides):
-        return False  # a value read from the device decides: that is a sync, not a schedule
-    if any(_has_modulo(s) for s in sides):
-        return True
-    return any(_counter_target(s) for s in sides)
-
-
-def _has_modulo(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in descendants(node))
-
-
-def _counter_target(node: ast.expr) -> bool:
-    """An int literal or arithmetic such as ``len(loader) - 1``: a step that comes once."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, int) and not isinstance(node.value, bool)
-    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub)
-
-
-def _is_tensor(a: Analysis, node: ast.expr) -> bool:
-    info = a.info(node)
-    return info is not None and info.kind == K.TENSOR
 
 
 def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
@@ -86,6 +23,22 @@ def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
 
 def _every_step(a: Analysis, node: ast.AST) -> bool:
     return a.is_hot(node) and not rarely_runs(a, node)
+
+
+_INNER_LOOPS = (
+    ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp
+)  # fmt: skip
+
+
+def _per_step(a: Analysis, node: ast.AST) -> Severity | None:
+    """A warning where the sync sits in a loop inside the step (it waits many times a step);
+    otherwise the rule's own severity (a suggestion: one wait a step)."""
+    for up in a.ancestors(node):
+        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return None
+        if isinstance(up, _INNER_LOOPS) and a.is_hot(up):
+            return Severity.WARNING
+    return None
 
 
 @detector(R.ItemInHotLoop)
@@ -98,13 +51,14 @@ def item_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             "the device (`.detach()`) and read the value once per epoch or every N steps",
             a.loc(call),
             Fix("keep it on the device and read it less often"),
+            severity=_per_step(a, call),
         )
 
 
 @detector(R.DeviceToHostInHotLoop)
 def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
     for call, func in a.method_calls("cpu", "numpy"):
-        if call.args or not _every_step(a, call) or not _is_tensor(a, func.value):
+        if call.args or not _every_step(a, call) or not is_tensor(a, func.value):
             continue
         info = a.info(func.value)
         if info is not None and info.device == "cpu":
@@ -114,6 +68,7 @@ def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             "step: keep results on the device and copy once after the loop",
             a.loc(call),
             Fix("collect on the device; copy after the loop"),
+            severity=_per_step(a, call),
         )
 
 
@@ -170,6 +125,7 @@ def _sync(a: Analysis, node: ast.AST, what: str) -> Finding:
         "at every step: keep it on the device or check it every N steps",
         a.loc(node),
         Fix("avoid reading tensor values in the loop"),
+        severity=_per_step(a, node),
     )
 
 

@@ -10,7 +10,7 @@ from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, has_star_kwargs, keyword
 from torchport.analyze.walk import descendants
-from torchport.findings import Finding, Fix, Safety
+from torchport.findings import Finding, Fix, Safety, Severity
 from torchport.rules import transfer as R
 
 
@@ -35,7 +35,18 @@ def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
             "pass `pin_memory=True`",
             a.loc(call),
             Fix("pin batches: `pin_memory=torch.cuda.is_available()`", edits),
+            severity=Severity.WARNING if _copies_non_blocking(a) else None,
         )
+
+
+def _copies_non_blocking(a: Analysis) -> bool:
+    """Whether the file asks for asynchronous copies (``non_blocking=True``) somewhere."""
+    if "non_blocking" not in a.source:
+        return False
+    return any(
+        isinstance(value := keyword(call, "non_blocking"), ast.Constant) and value.value is True
+        for call, _ in a.method_calls("to", "cuda")
+    )
 
 
 @detector(R.LoaderWithoutWorkers)
