@@ -127,6 +127,7 @@ def test_an_unpinned_loader_is_a_suggestion_unless_copies_are_asked_to_overlap()
 
 
 def test_a_method_called_every_n_steps_is_not_followed() -> None:
-    body = METER.replace("        timer.tick()", "        if step % 10 == 0:\n            timer.tick()")
+    sparse = "        if step % 10 == 0:\n            timer.tick()"
+    body = METER.replace("        timer.tick()", sparse)
     body = body.replace("for x, y in loader:", "for step, (x, y) in enumerate(loader):")
     assert _findings(body, "TP207") == []
