@@ -80,13 +80,16 @@ def test_a_method_of_the_files_own_object_called_from_the_hot_loop_is_hot() -> N
 
 
 def test_an_unknown_receiver_is_not_followed_when_two_classes_share_the_method_name() -> None:
-    body = METER + """\
+    body = (
+        METER
+        + """\
 
 
 class Clock:
     def tick(self):
         torch.cuda.synchronize()
 """
+    )
     assert _findings(body, "TP207") == []
 
 
