@@ -107,3 +107,11 @@ def test_unknown_names_stay_unknown() -> None:
     a = Analysis("def f(thing):\n    thing.to('cuda')\n    return thing.value\n", "u.py")
     value = next(n for n in ast.walk(a.tree) if isinstance(n, ast.Attribute) and n.attr == "value")
     assert a.info(value) is None
+
+
+def test_a_parameter_shadows_a_global_of_the_same_name() -> None:
+    source = "import torch\nlabels = torch.zeros(3)\n\ndef f(labels):\n    return labels\n"
+    a = Analysis(source, "s.py")
+    returned = next(n for n in ast.walk(a.tree) if isinstance(n, ast.Return))
+    assert returned.value is not None
+    assert a.info(returned.value) is None

@@ -45,9 +45,12 @@ class Scope:
     def _bind_arguments(self, func: Func) -> None:
         args = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
         for arg in args:
+            # every parameter is bound, unknown unless annotated: it shadows a global of the
+            # same name (a module-level `labels` on the CPU is not the `labels` passed in)
+            info = None
             if arg.annotation is not None:
                 info = K.from_annotation(self.ctx.qualname(arg.annotation))
-                self._bind(arg.arg, func.lineno, lambda i=info: i)  # type: ignore[misc]
+            self._bind(arg.arg, func.lineno, lambda i=info: i)  # type: ignore[misc]
 
     def _collect(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):

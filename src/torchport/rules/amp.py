@@ -149,3 +149,62 @@ class ScaledLossDiscarded(Rule):
     code = "TP314"
     name = "scaled-loss-discarded"
     severity = Severity.ERROR
+
+
+@register
+class CustomFunctionWithoutAutocastDecorators(Rule):
+    """## What it does
+    Flags a `torch.autograd.Function` whose `forward` lacks `@torch.amp.custom_fwd` or whose
+    `backward` lacks `@torch.amp.custom_bwd`, when its backward multiplies matrices (`@`,
+    `matmul`, `mm`, `linear`, `conv*`, `einsum`...), in a file that uses autocast or a
+    `GradScaler`. `custom_fwd(cast_inputs=...)` alone is enough: forward then runs outside
+    autocast, as backward does.
+
+    ## Why is this bad?
+    Under autocast, the matmuls of `forward` run in float16 while the tensors it saves stay
+    float32. `backward` runs outside autocast: the float16 gradient meets the float32 saved
+    tensors and the matmul stops with "expected scalar type Half but found Float" (or
+    "mat1 and mat2 must have the same dtype"). `custom_bwd` replays the forward's autocast
+    state in backward; `custom_fwd(cast_inputs=torch.float32)` runs the whole function in
+    float32 instead.
+
+    ## Example
+    ```python
+    class MaskedLinear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight):
+            ctx.save_for_backward(x, weight)
+            return x @ weight.t()
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight = ctx.saved_tensors
+            return grad @ weight, grad.t() @ x
+    ```
+
+    ## Use instead
+    ```python
+    class MaskedLinear(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+        def forward(ctx, x, weight):
+            ...
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type="cuda")
+        def backward(ctx, grad):
+            ...
+    ```
+
+    ## Fix safety
+    No automatic fix: whether the function should run in float32 (`cast_inputs`) or follow
+    autocast is a choice about its numerics.
+
+    ## References
+    - [Autocast and custom autograd functions](https://pytorch.org/docs/stable/notes/amp_examples.html#autocast-and-custom-autograd-functions)
+    - [pytorch/pytorch#38487: expected scalar type Half but found Float](https://github.com/pytorch/pytorch/issues/38487)
+    """
+
+    code = "TP315"
+    name = "custom-function-without-autocast-decorators"
+    severity = Severity.WARNING

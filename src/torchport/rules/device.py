@@ -1,4 +1,5 @@
-"""TP1xx: device placement (static TP100-TP108, runtime TP150-TP151, port notes TP199).
+"""TP1xx: device placement (static TP100-TP108 and TP117-TP120, runtime TP150-TP151, port notes
+TP199).
 
 The device-specific torch API rules (TP109-TP114) are in ``device_api.py``.
 """
@@ -349,6 +350,173 @@ class NumpyOfDeviceTensor(Rule):
 
     code = "TP108"
     name = "numpy-of-device-tensor"
+    severity = Severity.ERROR
+
+
+@register
+class ParameterMovedAtCreation(Rule):
+    """## What it does
+    Flags `nn.Parameter(t).to(device)`, `nn.Parameter(t).cuda()` and dtype casts such as
+    `nn.Parameter(t).half()`: a parameter moved or cast right where it is made.
+
+    ## Why is this bad?
+    `.to()` of a Parameter returns a plain tensor computed from it (not a leaf, not a
+    Parameter) whenever it has to copy, as it does on a GPU. Assigned to `self.x`, it is not
+    registered: `parameters()` misses it, so the optimizer never trains it, and
+    `state_dict()` does not save it. On the CPU `.to("cpu")` returns the Parameter itself,
+    so the bug only shows on the accelerator.
+
+    ## Example
+    ```python
+    self.log_temp = nn.Parameter(torch.zeros(1)).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    self.log_temp = nn.Parameter(torch.zeros(1, device=device))
+    # or make it on the CPU and move the whole module: model.to(device)
+    ```
+
+    ## Fix safety
+    Unsafe: moves the call inside, `nn.Parameter(t.to(device))`, which registers the
+    parameter (it joins `parameters()` and `state_dict()`).
+
+    ## References
+    - [pytorch/pytorch#9303](https://github.com/pytorch/pytorch/issues/9303)
+    - [pytorch/pytorch#17484](https://github.com/pytorch/pytorch/issues/17484)
+    """
+
+    code = "TP117"
+    name = "parameter-moved-at-creation"
+    severity = Severity.ERROR
+
+
+@register
+class CpuGeneratorForDeviceTensor(Rule):
+    """## What it does
+    Flags a `torch.Generator()` made without `device=` (or on the CPU) and passed as
+    `generator=` to a random function (`torch.randn`, `torch.randint`, `torch.randperm`,
+    `torch.multinomial`, `torch.bernoulli`, `Tensor.normal_`...) that makes or fills a
+    tensor on a device that may be an accelerator (`device=` other than "cpu", or an input
+    moved to one). The generator is followed through variables, `self` attributes, closures,
+    default arguments and the arguments of same-file helper functions.
+
+    ## Why is this bad?
+    A generator draws numbers on its own device only: with a CUDA tensor the call raises
+    "Expected a 'cuda' device type for generator but found 'cpu'". On the CPU both are on
+    the host and the program runs.
+
+    ## Example
+    ```python
+    gen = torch.Generator().manual_seed(0)
+    noise = torch.randn(8, 4, generator=gen, device=device)
+    ```
+
+    ## Use instead
+    ```python
+    gen = torch.Generator(device=device).manual_seed(0)
+    noise = torch.randn(8, 4, generator=gen, device=device)
+    ```
+
+    ## Fix safety
+    No automatic fix: a generator on the device draws other numbers than the CPU one, and
+    may also serve CPU draws (a DataLoader's sampler).
+
+    ## References
+    - [torch.Generator](https://pytorch.org/docs/stable/generated/torch.Generator.html)
+    - [pytorch/pytorch#62152](https://github.com/pytorch/pytorch/issues/62152)
+    """
+
+    code = "TP118"
+    name = "cpu-generator-for-device-tensor"
+    severity = Severity.ERROR
+
+
+@register
+class DeviceCapturedInInit(Rule):
+    """## What it does
+    Flags a method of an `nn.Module` that uses `self.<attr>` as a device (`device=self.<attr>`,
+    `.to(self.<attr>)`) when `__init__` set it to `next(self.parameters()).device` (or
+    `self.<layer>.weight.device`, or `torch.device("cpu")`). It is reported at the first such
+    use, with the line in `__init__`.
+
+    ## Why is this bad?
+    `__init__` runs before `model.to(device)`, so the attribute records the CPU and keeps
+    it: the module moves, the attribute does not, and the tensors made or moved with it
+    stay on the CPU and meet the module's weights on the GPU.
+
+    Not flagged when `<attr>` is a property of the class, or when the class overrides `to`,
+    `cuda` or `_apply` (which may update it), or assigns it again in another method.
+
+    ## Example
+    ```python
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(8, 8)
+        self.device = next(self.parameters()).device
+
+    def forward(self, x):
+        return self.net(x + torch.randn(x.shape, device=self.device))
+    ```
+
+    ## Use instead
+    ```python
+    @property
+    def device(self):
+        return next(self.parameters()).device
+    ```
+
+    ## Fix safety
+    No automatic fix: read the device where it is needed (an input's `.device`, or a
+    property).
+
+    ## References
+    - [yandexdataschool/Practical_RL#170](https://github.com/yandexdataschool/Practical_RL/pull/170)
+    """
+
+    code = "TP119"
+    name = "device-captured-in-init"
+    severity = Severity.WARNING
+
+
+@register
+class OptimizerStateLoadedBeforeMove(Rule):
+    """## What it does
+    Flags `optimizer.load_state_dict(...)` (directly, or in a same-file helper that receives
+    the optimizer) when the model whose parameters the optimizer holds is moved with
+    `.to(device)` or `.cuda()` later in the same function.
+
+    ## Why is this bad?
+    `Optimizer.load_state_dict` casts the loaded state (Adam's moments, say) to the device
+    its parameters are on at that moment: the CPU. Moving the model afterwards moves the
+    parameters but not the optimizer state, and the first `optimizer.step()` on the GPU
+    fails with a device mismatch.
+
+    ## Example
+    ```python
+    model = Net()
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.load_state_dict(ckpt["optimizer"])
+    model.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().to(device)
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.load_state_dict(ckpt["optimizer"])
+    ```
+
+    ## Fix safety
+    No automatic fix: move the model before the optimizer is built and loaded.
+
+    ## References
+    - [pytorch/pytorch#2830](https://github.com/pytorch/pytorch/issues/2830)
+    - [torch.optim.Optimizer.load_state_dict](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.load_state_dict.html)
+    """
+
+    code = "TP120"
+    name = "optimizer-state-loaded-before-move"
     severity = Severity.ERROR
 
 

@@ -137,7 +137,10 @@ class ShuffleWithSampler(Rule):
 @register
 class UnguardedCheckpointSave(Rule):
     """## What it does
-    Flags `torch.save(...)` in a distributed script that is not guarded by a rank check.
+    Flags `torch.save(...)` in a distributed script that is not guarded by a rank check: in the
+    function that starts the process group (or wraps the model in DDP), or in a function or
+    method of the same file that it calls outside a rank check (a checkpoint callback). A save
+    to a temporary file of the process's own (`tempfile.NamedTemporaryFile`) is not flagged.
 
     ## Why is this bad?
     Every process writes the same file at the same time: wasted I/O at best, a corrupted
@@ -223,3 +226,121 @@ class DistributedSamplerUnused(Rule):
     code = "TP407"
     name = "distributed-sampler-unused"
     severity = Severity.ERROR
+
+
+@register
+class StripRemovesCharacters(Rule):
+    """## What it does
+    Flags `.lstrip(...)`, `.rstrip(...)` and `.strip(...)` given a string that looks like a
+    prefix or a suffix (`"module."`, `"_orig_mod."`, `".pt"`), in a file that imports torch.
+
+    ## Why is this bad?
+    The argument is a set of characters, not a prefix: every leading (or trailing) character
+    found in it is removed. `"embed.weight".lstrip("module.")` is `"bed.weight"`, so a
+    checkpoint saved from a `DataParallel`, DDP or `torch.compile` model loads with missing
+    and unexpected keys, or, with `strict=False`, silently keeps random weights.
+
+    ## Example
+    ```python
+    state = {k.lstrip("module."): v for k, v in state.items()}
+    ```
+
+    ## Use instead
+    ```python
+    state = {k.removeprefix("module."): v for k, v in state.items()}
+    ```
+
+    ## Fix safety
+    Safe for `lstrip`/`rstrip` with a literal argument: the call becomes `removeprefix` /
+    `removesuffix`, which removes exactly what the code meant to remove. These methods need
+    Python 3.9, which every PyTorch release since 2.5 requires; on an older interpreter use
+    slicing (`k[len("module."):] if k.startswith("module.") else k`). Unsafe when the argument
+    is a variable or the call is `strip` (which also removes characters at the other end).
+
+    ## References
+    - [PEP 616: removeprefix and removesuffix](https://peps.python.org/616)
+    - [nanochat: lstrip("_orig_mod.") also strips the "o" of "output_projection"](https://github.com/karpathy/nanochat/pull/234)
+    """
+
+    code = "TP408"
+    name = "strip-removes-characters"
+    severity = Severity.ERROR
+
+
+@register
+class GlobalRankAsDevice(Rule):
+    """## What it does
+    Flags a CUDA device index taken from the global rank (`dist.get_rank()`,
+    `int(os.environ["RANK"])`, or a variable holding it): `torch.device(f"cuda:{rank}")`,
+    `torch.device("cuda", rank)`, `torch.cuda.set_device(rank)`, `.to(rank)`, `.cuda(rank)`,
+    `DistributedDataParallel(..., device_ids=[rank])`.
+
+    ## Why is this bad?
+    The global rank counts processes over all nodes; a node only has its own GPUs, numbered
+    from 0. On one machine both numbers agree, so the script works, but on the second node
+    rank 8 asks for GPU 8 of an 8-GPU machine and fails with "invalid device ordinal". The
+    process's GPU is its `LOCAL_RANK`.
+
+    ## Example
+    ```python
+    rank = dist.get_rank()
+    torch.cuda.set_device(rank)
+    model = DistributedDataParallel(model.to(rank), device_ids=[rank])
+    ```
+
+    ## Use instead
+    ```python
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torchrun: environment variables](https://docs.pytorch.org/docs/stable/elastic/run.html)
+    - [llama-recipes: multi-node "invalid device ordinal"](https://github.com/meta-llama/llama-recipes/issues/90)
+    """
+
+    code = "TP409"
+    name = "global-rank-as-device"
+    severity = Severity.ERROR
+
+
+@register
+class WrappedStateDictSaved(Rule):
+    """## What it does
+    Flags `torch.save(model.state_dict(), ...)` (or a checkpoint dict holding it) where `model`
+    was wrapped in `nn.DataParallel` or `DistributedDataParallel`.
+
+    ## Why is this bad?
+    The wrapper holds the network as its `module` attribute, so every key of its state dict
+    starts with `module.`: the checkpoint no longer loads into the bare model (for inference,
+    export, or a single-GPU run) without renaming every key. Where the wrapper is only made
+    on multi-GPU machines, checkpoints from those machines differ from all the others.
+
+    ## Example
+    ```python
+    model = nn.DataParallel(model)
+    ...
+    torch.save(model.state_dict(), "model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    torch.save(model.module.state_dict(), "model.pt")
+    ```
+
+    ## Fix safety
+    No automatic fix: where the wrapper is made under a condition, `model.module` does not
+    always exist (unwrap with `getattr(model, "module", model)`).
+
+    ## References
+    - [torch.save() and nn.DataParallel()](https://github.com/pytorch/pytorch/issues/9176)
+    - [Unexpected "module." keys in state_dict](https://github.com/pytorch/pytorch/issues/3805)
+    """
+
+    code = "TP410"
+    name = "wrapped-state-dict-saved"
+    severity = Severity.WARNING

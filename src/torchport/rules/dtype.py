@@ -229,11 +229,16 @@ class BackwardInsideAutocast(Rule):
 @register
 class GradScalerWithBfloat16(Rule):
     """## What it does
-    Flags a `GradScaler` used together with `autocast(dtype=torch.bfloat16)`.
+    Flags an enabled `GradScaler` used together with `autocast(dtype=torch.bfloat16)`, or,
+    without such autocast, with a trained model cast to bfloat16 (`model.to(torch.bfloat16)`,
+    `model.bfloat16()`). A scaler enabled only for float16 (`enabled=(dtype == "float16")`)
+    is not flagged.
 
     ## Why is this bad?
     bfloat16 has float32's exponent range, so gradients do not underflow and loss scaling is
-    pointless overhead (and a source of skipped steps).
+    pointless overhead (and a source of skipped steps). With bfloat16 weights the gradients
+    are bfloat16 too, and unscaling them fails on CUDA
+    (`"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for 'BFloat16'`).
 
     ## Example
     ```python
@@ -247,6 +252,9 @@ class GradScalerWithBfloat16(Rule):
 
     ## Fix safety
     No automatic fix.
+
+    ## References
+    - [pytorch/pytorch#127176: unscale not implemented for 'BFloat16'](https://github.com/pytorch/pytorch/issues/127176)
     """
 
     code = "TP308"
@@ -409,4 +417,38 @@ class FloatIndicesToEmbedding(Rule):
 
     code = "TP352"
     name = "float-indices-to-embedding"
+    severity = Severity.ERROR
+
+
+@register
+class DtypeErrorAtRunTime(Rule):
+    """## What it does
+    Reports, at run time, an op that failed because of its dtypes: tensors of different
+    dtypes where one is needed (float32 input to float16 weights, a Half and a Float operand of
+    one matmul), a value that does not fit the tensor's dtype (`masked_fill(mask, -1e9)` on a
+    float16 tensor), or a kernel the device lacks for the dtype (integer matmul on CUDA, which
+    `--simulate cuda` reproduces on the CPU).
+
+    ## Why is this bad?
+    Such code often runs on the CPU in float32 and fails only on the GPU path: where the model
+    is cast with `.half()` when CUDA is available, or where CUDA has no kernel the CPU has.
+
+    ## Example
+    ```python
+    if device.type == "cuda":
+        model = model.half()
+    scores = scores.masked_fill(pad, -1e9)  # -1e9 does not fit float16
+    ```
+
+    ## Use instead
+    ```python
+    scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP353"
+    name = "dtype-error-at-run-time"
     severity = Severity.ERROR

@@ -14,11 +14,19 @@ import torch
 
 from torchport.findings import Finding, Fix, Location
 from torchport.rules.device import TensorsOnDifferentDevices
+from torchport.rules.dtype import DtypeErrorAtRunTime
 from torchport.runtime.modules import ModuleTracker, weight_device
 from torchport.runtime.sites import Provenance, Site, call_name
 
 _DEVICE_WORDS = ("same device", "device type", "different device", "on device")
-_DTYPE_WORDS = ("same dtype", "scalar type", "dtype")
+_DTYPE_WORDS = ("same dtype", "scalar type", "dtype", "Input type")
+_VALUE_FIXES = {
+    "without overflow": (
+        "keep values within the dtype's range: torch.finfo(t.dtype).min instead of -1e9, or "
+        "compute this op in float32."
+    ),
+    "not implemented for": "compute it in a dtype the device has a kernel for (.float()).",
+}
 
 
 def tensor_arguments(
@@ -95,7 +103,10 @@ class Explainer:
         dtypes = {t.dtype for _, t in tensors}
         about_devices = len(devices) > 1 and any(w in text for w in _DEVICE_WORDS)
         about_dtypes = len(dtypes) > 1 and any(w in text for w in _DTYPE_WORDS)
-        if not (about_devices or about_dtypes):
+        # a value that does not fit the dtype, or a kernel the device lacks for it
+        value_fix = next((fix for w, fix in _VALUE_FIXES.items() if w in text), None)
+        about_values = value_fix is not None and bool(tensors)
+        if not (about_devices or about_dtypes or about_values):
             return None
         where = f" at {site}" if site is not None else ""
         lines = ["", f"torchport: {call_name(func)}{where} was given:"]
@@ -104,12 +115,20 @@ class Explainer:
         if running:
             lines.append(f"  while running {running}")
         fix = self._fix(tensors, about_devices)
+        if value_fix is not None and not about_devices:
+            fix = value_fix
         lines.append(f"  fix: {fix}")
         exc.args = (text + "\n".join(lines), *exc.args[1:])
         with contextlib.suppress(AttributeError):
             exc._torchport_explained = True  # type: ignore[attr-defined]
         if not about_devices:
-            return None
+            return DtypeErrorAtRunTime.finding(
+                f"{call_name(func)} failed on its dtypes ({text.splitlines()[0][:160]}): "
+                + "; ".join(f"{label} is {_dtype(t)} ({self._origin(t)})" for label, t in tensors),
+                None if site is None else site.location(),
+                Fix(fix),
+                related=self._made_at(tensors, site, all_devices=True),
+            )
         return TensorsOnDifferentDevices.finding(
             f"{call_name(func)} got tensors on "
             f"{' and '.join(sorted(str(d) for d in devices))}: "
@@ -120,10 +139,12 @@ class Explainer:
         )
 
     def _made_at(
-        self, tensors: list[tuple[str, torch.Tensor]], site: Site | None
+        self, tensors: list[tuple[str, torch.Tensor]], site: Site | None, all_devices: bool = False
     ) -> tuple[Location, ...]:
-        """Where the host tensors among ``tensors`` were created, other than at ``site``."""
-        made = (self._provenance.get(t) for _, t in tensors if t.device.type == "cpu")
+        """Where the host tensors (or all) among ``tensors`` were created, other than at
+        ``site``."""
+        chosen = (t for _, t in tensors if all_devices or t.device.type == "cpu")
+        made = (self._provenance.get(t) for t in chosen)
         places = {m.location() for m in made if m is not None and m != site}
         return tuple(sorted(places, key=lambda loc: (loc.path, loc.line)))
 
@@ -202,6 +223,10 @@ class Explainer:
         if site.call.startswith("torch.") and "from_numpy" not in site.call:
             return f"create it on {target}: pass device=... to {site.call} at {site}."
         return f"move it to {target} with .to(device) after it is made at {site}."
+
+
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).replace("torch.", "")
 
 
 def add_line(exc: BaseException, line: str) -> None:

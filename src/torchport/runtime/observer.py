@@ -222,7 +222,10 @@ class Observer(TorchFunctionMode):
         try:
             site = user_site(call_name(func))
             finding = self.explainer.explain(exc, func, args, kwargs, site)
-            if finding is not None:
+            # a dtype failure already told by a closer rule at this line (an integer input to
+            # a float layer, a loss target of the wrong dtype) is not told twice
+            told = finding is not None and finding.code == "TP353"
+            if finding is not None and not (told and self.record.reported_at(site, "TP3")):
                 self.record.add_finding(finding, site)
         except Exception as internal:  # noqa: BLE001 - the user's exception must win
             self.internal("explaining an error", internal)

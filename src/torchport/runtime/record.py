@@ -128,6 +128,17 @@ class Record:
         if text not in self.internal_errors:
             self.internal_errors.append(text)
 
+    def reported_at(self, site: Site | None, family: str) -> bool:
+        """Whether a finding whose code starts with ``family`` was kept at ``site``'s line."""
+        if site is None:
+            return False
+        return any(
+            code.startswith(family)
+            and at is not None
+            and (at.path, at.line) == (site.path, site.line)
+            for code, at, _ in self.immediate
+        )
+
     def add_finding(self, finding: Finding, site: Site | None, key: str = "") -> bool:
         """Keep the first finding of a code at a site; True when it is new."""
         slot = (finding.code, site, key)

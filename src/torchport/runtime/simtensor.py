@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from torchport.runtime import simdevices, simhost
+from torchport.runtime import simdevices, simhost, simkernels
 from torchport.runtime.simdevices import Seen
 
 _CPU = torch.device("cpu")
@@ -113,6 +113,8 @@ class SimTensor(torch.Tensor):
         # The hot path of --simulate: nearly every op of a model already on the simulated device
         # takes the fast path; anything else (CPU tensors, lists of tensors, devices) is checked
         # in full below.
+        if func in simkernels.INTEGER_MATMULS:
+            simkernels.check(func, args)
         out = _fast_dispatch(func, args, kwargs)
         if out is not _SLOW:
             return out

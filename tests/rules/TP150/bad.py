@@ -1,3 +1,4 @@
+import copy
 import numpy as np
 import torch
 from torch import nn
@@ -24,3 +25,28 @@ def never_moved():
     model = nn.Sequential(nn.Linear(4, 2))
     x = torch.randn(8, 4).to(device)
     return model(x)
+
+
+def fit(model, loader, criterion):
+    for x, y in loader:
+        criterion(model(x.to(device)), y.to(device)).backward()
+
+
+def class_weighted(model, loader, counts):
+    weights = 1.0 / torch.bincount(counts).float()
+    criterion = nn.CrossEntropyLoss(weight=weights)
+    fit(model, loader, criterion)
+
+
+class Averaged:
+    def __init__(self, model, decay=0.99):
+        self.copy = copy.deepcopy(model)
+        self.decay = decay
+
+
+def with_ema():
+    model = nn.Linear(4, 2)
+    ema = Averaged(model)
+    shadow = copy.deepcopy(model)
+    model.to(device)
+    return ema, shadow

@@ -1,3 +1,4 @@
+import copy
 import math
 
 import torch
@@ -47,3 +48,41 @@ def collated(dataset):
     criterion = nn.CrossEntropyLoss()
     for x, y in loader:
         loss = criterion(model(x), y)  # the collate_fn moved them
+
+
+def fit(model, loader, criterion):
+    for x, y in loader:
+        criterion(model(x.to(device)), y.to(device)).backward()
+
+
+def class_weighted(model, loader, counts):
+    weights = 1.0 / torch.bincount(counts).float()
+    moved = nn.CrossEntropyLoss(weight=weights).to(device)
+    fit(model, loader, moved)
+    later = nn.CrossEntropyLoss(weight=weights)
+    later.to(device)
+    fit(model, loader, later)
+    on_device = nn.CrossEntropyLoss(weight=weights.to(device))
+    fit(model, loader, on_device)
+
+
+class Averaged:
+    def __init__(self, model, decay=0.99):
+        self.copy = copy.deepcopy(model)
+        self.decay = decay
+
+
+def with_ema():
+    model = nn.Linear(4, 2)
+    model.to(device)
+    ema = Averaged(model)
+    best = copy.deepcopy(model)
+    return ema, best
+
+
+def copy_moved_too():
+    model = nn.Linear(4, 2)
+    shadow = copy.deepcopy(model)
+    model.to(device)
+    shadow.to(device)
+    return shadow

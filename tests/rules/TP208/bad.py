@@ -12,3 +12,10 @@ def drain(result):
     staging = torch.empty(4, 4, pin_memory=True)
     staging.copy_(result, non_blocking=True)
     return staging.sum()
+
+
+def collect(model, batches):
+    preds = []
+    for x in batches:
+        preds.append(model(x).argmax(1).to("cpu", non_blocking=True))
+    return torch.cat(preds)

@@ -1,16 +1,17 @@
-"""Static detectors of mixed-precision (AMP) mistakes (TP311-TP314)."""
+"""Static detectors of mixed-precision (AMP) mistakes (TP311-TP315)."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value
 from torchport.analyze.context import walk_local
 from torchport.analyze.infer import keyword
-from torchport.findings import Finding, Fix
+from torchport.findings import Finding, Fix, Location
 from torchport.rules import amp as R
 
 _CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_")
@@ -144,6 +145,8 @@ def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
             continue
         if layer.dtype is not None or _made_with_dtype(a, call.func):
             continue  # cast with the input: the dtypes agree
+        if _held_by_self(call.func) and _casts_a_module(a):
+            continue  # `model.to(torch.bfloat16)` also casts the layers its class holds
         arg = a.info(call.args[0])
         if arg is None or arg.kind != K.TENSOR or arg.dtype not in _HALF:
             continue
@@ -154,6 +157,26 @@ def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
             a.loc(call.args[0]),
             Fix("use torch.autocast instead of casting the inputs"),
         )
+
+
+def _held_by_self(func: ast.expr) -> bool:
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
+
+
+def _casts_a_module(a: Analysis) -> bool:
+    """``.half()``, ``.bfloat16()`` or ``.to(<half dtype>)`` called on a module."""
+    for call, func in a.method_calls("half", "bfloat16", "to"):
+        dtypes = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
+        if func.attr == "to" and not any(K.dtype_name(a.qualname(d)) in _HALF for d in dtypes):
+            continue
+        info = a.info(func.value)
+        if info is not None and info.kind == K.MODULE:
+            return True
+    return False
 
 
 def _made_with_dtype(a: Analysis, func: ast.expr) -> bool:
@@ -180,3 +203,127 @@ def scaled_loss_discarded(a: Analysis) -> Iterator[Finding]:
                 a.loc(call),
                 Fix(f"call `{a.name(call)}.backward()`"),
             )
+
+
+_FUNCTION_BASES = (
+    "torch.autograd.Function",
+    "torch.autograd.function.Function",
+    "torch.autograd.function.InplaceFunction",
+)
+# ops autocast runs in float16: their results (and the gradients flowing back into them)
+# change dtype, while the tensors a Function saves keep theirs
+_MATMULS = frozenset(
+    {
+        "matmul",
+        "mm",
+        "bmm",
+        "addmm",
+        "addmv",
+        "addr",
+        "baddbmm",
+        "addbmm",
+        "mv",
+        "einsum",
+        "linear",
+        "bilinear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "chain_matmul",
+    }
+)
+
+
+def _decorated(fn: ast.FunctionDef | ast.AsyncFunctionDef, suffix: str) -> ast.expr | None:
+    """The ``custom_fwd``/``custom_bwd`` decorator of ``fn``, by its last name: projects
+    import it under version shims (``torch.amp`` or ``torch.cuda.amp``) or wrap it in
+    ``functools.partial``, which a qualified name would not follow."""
+    for deco in fn.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if last.endswith(suffix):
+            return deco
+    return None
+
+
+def _multiplies(fn: ast.AST) -> bool:
+    for node in walk_local(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _MATMULS:
+                return True
+    return False
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    return next(
+        (
+            s
+            for s in cls.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
+        ),
+        None,
+    )
+
+
+def _header(a: Analysis, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Location:
+    """``def name``: the whole function would cover its body."""
+    line, col = a.start(fn)
+    return replace(a.loc(fn), end_line=line, end_column=col + len(f"def {fn.name}"))
+
+
+@detector(R.CustomFunctionWithoutAutocastDecorators)
+def custom_function_without_autocast_decorators(a: Analysis) -> Iterator[Finding]:
+    if "Function" not in a.source or "backward" not in a.source:
+        return
+    if not (a.makes_scaler or any(a.call_named(*K.AUTOCASTS))):
+        return  # without autocast, forward and backward see the dtypes they were given
+    for node in a.of_type(ast.ClassDef):
+        assert isinstance(node, ast.ClassDef)
+        if not any(a.qualname(base) in _FUNCTION_BASES for base in node.bases):
+            continue
+        finding = _undecorated(a, node)
+        if finding is not None:
+            yield finding
+
+
+def _undecorated(a: Analysis, cls: ast.ClassDef) -> Finding | None:
+    forward, backward = _method(cls, "forward"), _method(cls, "backward")
+    if forward is None or backward is None:
+        return None
+    if not _multiplies(backward):
+        return None  # elementwise ops promote mixed dtypes, and autograd casts the gradients
+    if any(isinstance(n, ast.Call) and a.qualname(n.func) in K.AUTOCASTS for n in ast.walk(cls)):
+        return None  # the function sets autocast's state itself (e.g. disables it)
+    fwd, bwd = _decorated(forward, "custom_fwd"), _decorated(backward, "custom_bwd")
+    if fwd is not None and (bwd is not None or _casts_inputs(fwd)):
+        return None  # with cast_inputs, forward runs outside autocast, as backward does
+    if fwd is None and bwd is not None:
+        why = (
+            "`backward` has `custom_bwd` but `forward` has no `custom_fwd`, which records the "
+            "autocast state `custom_bwd` restores"
+        )
+    else:
+        which = "has no `custom_bwd` on `backward`" if fwd is not None else "has neither decorator"
+        why = (
+            f"{which}: backward runs outside autocast, so float16 gradients meet the float32 "
+            "tensors forward saved"
+        )
+    at = forward if fwd is None else backward
+    return R.CustomFunctionWithoutAutocastDecorators.finding(
+        f"autograd.Function `{cls.name}` multiplies matrices in backward under autocast and {why}; "
+        'decorate forward with `@torch.amp.custom_fwd(device_type="cuda", '
+        'cast_inputs=torch.float32)` and backward with `@torch.amp.custom_bwd(device_type="cuda")`',
+        _header(a, at),
+        Fix("decorate forward with `torch.amp.custom_fwd` and backward with `custom_bwd`"),
+    )
+
+
+def _casts_inputs(deco: ast.expr) -> bool:
+    return isinstance(deco, ast.Call) and keyword(deco, "cast_inputs") is not None

@@ -199,7 +199,7 @@ def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
 @detector(R.ModulesInPlainContainer)
 def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
     for node, target, name in _self_assignments(a):
-        wrapper = _container_wrapper(a, node.value)
+        wrapper = _container_wrapper(a, node.value, _appended(a, node, target.attr))
         if wrapper is None:
             continue
         nn, imports = ensure_import(a, "torch.nn")
@@ -218,14 +218,35 @@ def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
         )
 
 
-def _container_wrapper(a: Analysis, value: ast.expr) -> str | None:
-    """ModuleList/ModuleDict/ParameterList/ParameterDict when every element is one."""
-    if isinstance(value, ast.List | ast.Tuple) and value.elts:
-        elements, suffix = list(value.elts), "List"
+def _appended(a: Analysis, node: ast.Assign, attr: str) -> list[ast.expr]:
+    """What ``self.<attr>.append(...)`` adds in the function that assigns ``self.<attr> = []``."""
+    value = node.value
+    if not (isinstance(value, ast.List) and not value.elts):
+        return []
+    owner = a.function_of(node)
+    return [
+        call.args[0]
+        for call, func in a.method_calls("append")
+        if len(call.args) == 1
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == attr
+        and isinstance(func.value.value, ast.Name)
+        and func.value.value.id == "self"
+        and a.function_of(call) is owner
+    ]
+
+
+def _container_wrapper(a: Analysis, value: ast.expr, appended: list[ast.expr]) -> str | None:
+    """ModuleList/ModuleDict/ParameterList/ParameterDict when every element is one (the list's
+    own, or what is appended to an empty one)."""
+    if isinstance(value, ast.List | ast.Tuple) and (value.elts or appended):
+        elements, suffix = list(value.elts) or appended, "List"
         if isinstance(value, ast.Tuple):
             return None
     elif isinstance(value, ast.ListComp):
         elements, suffix = [value.elt], "List"
+    elif isinstance(value, ast.DictComp):
+        elements, suffix = [value.value], "Dict"
     elif isinstance(value, ast.Dict) and value.values:
         keys_ok = all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys)
         if not keys_ok:
@@ -310,3 +331,47 @@ def _on_host(a: Analysis, value: ast.expr, line: int, depth: int) -> bool:
         bound = assigned_value(a, value, line)
         return bound is not None and _on_host(a, bound, bound.lineno, depth + 1)
     return False
+
+
+_PARAMETERS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+# `.float()` is left out: on the default dtype it returns the Parameter itself
+_PARAMETER_MOVES = ("to", "cuda", "half", "double", "bfloat16")
+_MOVABLE_ARGS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+@detector(R.ParameterMovedAtCreation)
+def parameter_moved_at_creation(a: Analysis) -> Iterator[Finding]:
+    if "Parameter" not in a.source:
+        return
+    for call, func in a.method_calls(*_PARAMETER_MOVES):
+        made = func.value
+        if not isinstance(made, ast.Call) or a.qualname(made.func) not in _PARAMETERS:
+            continue
+        if func.attr == "to" and _only_to_cpu(a, call):
+            continue  # `.to("cpu")` of a CPU Parameter returns the Parameter itself
+        yield R.ParameterMovedAtCreation.finding(
+            f"`{a.name(call)}` returns a plain tensor, not the Parameter: it is not in "
+            "`parameters()` or `state_dict()`, so it is never trained or saved; move or cast "
+            "the tensor inside `nn.Parameter(...)`, or move the whole module",
+            a.loc(call),
+            _nest_move(a, made, call),
+        )
+
+
+def _only_to_cpu(a: Analysis, call: ast.Call) -> bool:
+    given = [*call.args, *(k.value for k in call.keywords)]
+    return len(given) == 1 and device_of(a.scope(call), given[0], call.lineno) == "cpu"
+
+
+def _nest_move(a: Analysis, made: ast.Call, call: ast.Call) -> Fix:
+    """``nn.Parameter(t).to(d)`` -> ``nn.Parameter(t.to(d))``."""
+    title = "move the tensor before wrapping it: `nn.Parameter(t.to(...))`"
+    if len(made.args) != 1 or not isinstance(made.args[0], _MOVABLE_ARGS):
+        return Fix(title)
+    move = a.text(call)[len(a.text(made)) :]
+    end_made, end_call = a.end(made), a.end(call)
+    edits = (
+        insert_at(a.end(made.args[0]), move),
+        Edit(end_made[0], end_made[1], end_call[0], end_call[1], ""),
+    )
+    return Fix(title, edits, Safety.UNSAFE)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.context import walk_local
 from torchport.analyze.edits import location
 from torchport.analyze.flow.values import Origin
 from torchport.analyze.infer import keyword
@@ -73,6 +74,143 @@ def tensors_on_different_devices(a: Analysis) -> Iterator[Finding]:
         reported.add(id(node))
         yield finding
     yield from _followed(a, reported)
+    yield from _unmoved_losses(a)
+    yield from _copied_before_move(a)
+
+
+def _copied_before_move(a: Analysis) -> Iterator[Finding]:
+    """``ema = copy.deepcopy(model)`` (or a same-file helper such as ``ModelEMA(model)`` that
+    deep-copies its argument), then ``model.to(device)``: the copy keeps its weights on the
+    CPU, and an EMA update or an evaluation mixes it with the moved model."""
+    if "deepcopy" not in a.source:
+        return
+    copiers = _copiers(a)
+    for call in a.calls:
+        name = _last_name(call.func)
+        if name == "deepcopy" and a.qualname(call.func) == "copy.deepcopy":
+            index = 0
+        elif name in copiers:
+            index = copiers[name]
+        else:
+            continue
+        if len(call.args) <= index or not isinstance(call.args[index], ast.Name):
+            continue
+        model = call.args[index]
+        assert isinstance(model, ast.Name)
+        info = a.info(model)
+        if info is None or info.kind != K.MODULE or info.device == "accel":
+            continue
+        move = _later_move(a, model.id, call)
+        if move is None or _copy_moved(a, call):
+            continue
+        yield R.TensorsOnDifferentDevices.finding(
+            f"`{a.name(call)}` deep-copies `{model.id}` before `{a.name(move)}` at line "
+            f"{move.lineno}: the copy keeps its weights on the CPU and meets the moved model's "
+            "tensors; copy after moving the model",
+            a.loc(call),
+            Fix(f"make the copy after `{model.id}` is moved to the device"),
+            related=(a.loc(move),),
+        )
+
+
+def _last_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _copiers(a: Analysis) -> dict[str, int]:
+    """Same-file functions and classes that deep-copy one of their arguments and never move
+    anything (``ModelEMA(model)``): name -> the index of that argument at a call."""
+    out: dict[str, int] = {}
+    owners: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, int]] = [
+        (name, func, 0) for name, func in a.functions.items()
+    ]
+    for name, cls in a.classes.items():
+        init = a.method(cls, "__init__")
+        if init is not None:
+            owners.append((name, init, 1))  # `self` is not passed at the call
+    for name, func, skip in owners:
+        text = a.text(func)
+        if "deepcopy" not in text or ".to(" in text or ".cuda(" in text:
+            continue
+        params = [arg.arg for arg in func.args.args][skip:]
+        for node in walk_local(func):
+            if (
+                isinstance(node, ast.Call)
+                and a.qualname(node.func) == "copy.deepcopy"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in params
+            ):
+                out[name] = params.index(node.args[0].id)
+    return out
+
+
+def _later_move(a: Analysis, name: str, after: ast.Call) -> ast.Call | None:
+    """``name.to(...)``/``name.cuda()`` later in the same function, to an accelerator."""
+    owner = a.function_of(after)
+    for call, _ in a.device_moves:
+        func = call.func
+        if (
+            call.lineno > after.lineno
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == name
+            and a.function_of(call) is owner
+        ):
+            return call
+    return None
+
+
+def _copy_moved(a: Analysis, call: ast.Call) -> bool:
+    """Whether the copy itself is moved: ``deepcopy(m).to(device)``, or ``ema.to(device)``
+    (or ``ema.module.to(...)``) for the name it is bound to."""
+    parent = a.parents.get(call)
+    if isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda"):
+        return True
+    if not (isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Name)):
+        return False
+    copy = parent.targets[0].id
+    return any(a.text(func.value).split(".")[0] == copy for _, func in a.method_calls("to", "cuda"))
+
+
+def _unmoved_losses(a: Analysis) -> Iterator[Finding]:
+    """``criterion = nn.CrossEntropyLoss(weight=w)`` with a CPU ``w``, never moved, handed to
+    another function (a ``train(model, loader, criterion)``): it meets the device outputs
+    there, out of sight of the other checks. A loss used where it is made is judged there."""
+    for stmt in a.of_type(ast.Assign):
+        assert isinstance(stmt, ast.Assign)
+        target, made = stmt.targets[0], stmt.value
+        if len(stmt.targets) != 1 or not isinstance(target, ast.Name):
+            continue
+        if not isinstance(made, ast.Call) or not (a.qualname(made.func) or "").endswith("Loss"):
+            continue
+        owner = a.function_of(stmt) or a.tree
+        if target.id not in a.passed_names.get(owner, set()) or _moved(a, target.id, owner):
+            continue
+        for name in ("weight", "pos_weight"):
+            value = keyword(made, name)
+            info = a.info(value) if value is not None else None
+            # made from host data, or by a helper: nothing puts it on the device
+            if value is None or info is None or info.kind != K.TENSOR or info.device == "accel":
+                continue
+            yield R.TensorsOnDifferentDevices.finding(
+                f"`{target.id}` holds `{name}={a.name(value)}`, which nothing puts on the device, "
+                "and is never moved, while this file computes on the device: the loss fails on "
+                f"device outputs; move it with the model (`{a.name(made)}.to(device)`)",
+                a.loc(made),
+                Fix("move the loss module to the device: `.to(device)`"),
+                related=_made_at(a, value) if isinstance(value, ast.Name) else (),
+            )
+
+
+def _moved(a: Analysis, name: str, owner: ast.AST) -> bool:
+    """Whether ``name.to(...)``/``name.cuda()`` appears in ``owner``."""
+    return any(
+        isinstance(func.value, ast.Name)
+        and func.value.id == name
+        and (a.function_of(call) or a.tree) is owner
+        for call, func in a.method_calls("to", "cuda")
+    )
 
 
 def _followed(a: Analysis, reported: set[int]) -> Iterator[Finding]:

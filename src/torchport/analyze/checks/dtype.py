@@ -320,19 +320,112 @@ def backward_inside_autocast(a: Analysis) -> Iterator[Finding]:
 
 @detector(R.GradScalerWithBfloat16)
 def grad_scaler_with_bfloat16(a: Analysis) -> Iterator[Finding]:
-    scalers = list(a.call_named(*K.GRAD_SCALERS))
+    if "bfloat16" not in a.source or not a.makes_scaler:
+        return
+    scalers = [c for c in a.call_named(*K.GRAD_SCALERS) if _scaler_enabled(a, c)]
     if not scalers:
         return
-    for _, cast in _autocast_blocks(a):
-        dtype = keyword(cast, "dtype")
-        if dtype is not None and a.qualname(dtype) == "torch.bfloat16":
-            yield R.GradScalerWithBfloat16.finding(
-                f"`{a.name(cast)}` runs in bfloat16, yet the script scales the loss with a "
-                f"GradScaler (line {scalers[0].lineno}): bfloat16 does not underflow; drop "
-                "the scaler",
-                a.loc(cast),
-                Fix("remove the GradScaler; call backward() and step() directly"),
+    scaled = tuple(a.loc(c) for c in scalers)
+    models = [call for call in a.calls if _bf16_model_cast(a, call)]
+    autocasts = [cast for _, cast in _autocast_blocks(a) if _bf16(a, keyword(cast, "dtype"))]
+    for cast in autocasts:
+        weights = ""
+        if models:
+            weights = (
+                f" and the model's weights are cast to bfloat16 (line {models[0].lineno}), which "
+                "the scaler cannot unscale on CUDA"
             )
+        yield R.GradScalerWithBfloat16.finding(
+            f"`{a.name(cast)}` runs in bfloat16, yet the script scales the loss with a "
+            f"GradScaler (line {scalers[0].lineno}){weights}: bfloat16 does not underflow; "
+            "drop the scaler",
+            a.loc(cast),
+            Fix("remove the GradScaler; call backward() and step() directly"),
+            related=scaled + tuple(a.loc(m) for m in models),
+        )
+    if autocasts:
+        return  # one finding per autocast already points at the casts of the model
+    for call in models:
+        yield R.GradScalerWithBfloat16.finding(
+            f"`{a.name(call)}` makes the model's weights bfloat16, yet the script scales the "
+            f"loss with a GradScaler (line {scalers[0].lineno}): the scaler cannot unscale "
+            "bfloat16 gradients on CUDA and bfloat16 does not underflow; drop the scaler",
+            a.loc(call),
+            Fix("remove the GradScaler; call backward() and step() directly"),
+            related=scaled,
+        )
+
+
+def _bf16(a: Analysis, dtype: ast.expr | None) -> bool:
+    return dtype is not None and a.qualname(dtype) == "torch.bfloat16"
+
+
+def _scaler_enabled(a: Analysis, scaler: ast.Call) -> bool:
+    """Whether the scaler may be on: not ``enabled=False``, nor enabled only for some dtype
+    (``enabled=(dtype == "float16")``, ``enabled=args.fp16``), the right way to share one
+    training loop between float16 and bfloat16."""
+    enabled = keyword(scaler, "enabled")
+    if isinstance(enabled, ast.Name):
+        owner = a.function_of(scaler) or a.tree
+        bound = [
+            value for at, value in a.assignments(owner).get(enabled.id, []) if at < scaler.lineno
+        ]
+        enabled = bound[-1] if bound else enabled
+    if enabled is None:
+        return True
+    if isinstance(enabled, ast.Constant):
+        return bool(enabled.value)
+    text = a.text(enabled)
+    return not any(word in text for word in ("16", "half", "dtype"))
+
+
+def _bf16_model_cast(a: Analysis, call: ast.Call) -> bool:
+    """``model.bfloat16()`` / ``model.to(torch.bfloat16)`` on a module whose parameters an
+    optimizer (or gradient clipping) takes: a frozen reference model may be bfloat16."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "bfloat16":
+        if call.args:
+            return False
+    elif func.attr == "to":
+        dtypes = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
+        if not any(_bf16(a, d) for d in dtypes):
+            return False
+    else:
+        return False
+    info = a.info(func.value)
+    if info is None or info.kind != K.MODULE:
+        return False
+    return bool(_model_names(a, call) & _trained_names(a))
+
+
+def _model_names(a: Analysis, call: ast.Call) -> set[str]:
+    """The names the cast module goes by: its receiver and the name it is assigned to."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    names = {a.text(receiver)} if isinstance(receiver, ast.Name | ast.Attribute) else set()
+    stmt = a.parents.get(call)
+    if isinstance(stmt, ast.Assign):
+        names.update(a.text(t) for t in stmt.targets)
+    return names
+
+
+def _trained_names(a: Analysis) -> set[str]:
+    """Receivers of ``x.parameters()`` handed to an optimizer or to gradient clipping."""
+    names: set[str] = set()
+    for call, func in a.method_calls("parameters", "named_parameters"):
+        up = a.parents.get(call)
+        while isinstance(up, ast.expr):
+            if isinstance(up, ast.Call) and _trains(a, up):
+                names.add(a.text(func.value))
+                break
+            up = a.parents.get(up)
+    return names
+
+
+def _trains(a: Analysis, call: ast.Call) -> bool:
+    q = a.qualname(call.func) or ""
+    return q.startswith(("torch.optim.", "torch.nn.utils.clip_grad"))
 
 
 @detector(R.OptimizerStepBypassesScaler)

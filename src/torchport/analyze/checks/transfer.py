@@ -162,15 +162,34 @@ def _async_host_copy(a: Analysis, call: ast.Call) -> tuple[ast.stmt, str] | None
         target_name = stmt.targets[0]
         if isinstance(target_name, ast.Name):
             return stmt, target_name.id
+    # ``preds.append(x.to("cpu", non_blocking=True))``: the list holds the copy
+    if isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute):
+        holder, statement = stmt.func.value, a.parents.get(stmt)
+        collects = stmt.func.attr in ("append", "extend") and isinstance(holder, ast.Name)
+        if collects and isinstance(statement, ast.Expr):
+            assert isinstance(holder, ast.Name)
+            return statement, holder.id
     return None
 
 
 def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name | None:
-    """The first read of ``name`` in the statements that follow ``stmt`` in its own block.
+    """The first read of ``name`` in the statements that follow ``stmt`` in its own block,
+    then (out of a loop: copies collected batch after batch) in the block after the loop.
 
-    Only the straight-line rest of the block is followed: a read in another branch (an
+    Only the straight-line rest of a block is followed: a read in another branch (an
     ``elif``) never runs after the copy, and silence beats a guess.
     """
+    while True:
+        found, decided = _read_in_rest_of_block(a, stmt, name)
+        parent = a.parents.get(stmt)
+        if decided or not isinstance(parent, ast.For | ast.While):
+            return found
+        stmt = parent
+
+
+def _read_in_rest_of_block(a: Analysis, stmt: ast.stmt, name: str) -> tuple[ast.Name | None, bool]:
+    """The first read of ``name`` after ``stmt`` in its block (None if a sync or a new value
+    comes first), and whether the block decided it (a read, a sync or an assignment seen)."""
     parent = a.parents.get(stmt)
     blocks = (getattr(parent, name, []) for name in ("body", "orelse", "finalbody"))
     body: list[ast.stmt] = next((b for b in blocks if stmt in b), [])
@@ -184,10 +203,10 @@ def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name 
                 events.append((node.lineno, node.col_offset, node))
         for _, _, node in sorted(events, key=lambda e: (e[0], e[1])):
             if isinstance(node, ast.Call):
-                return None
+                return None, True
             assert isinstance(node, ast.Name)
-            return node if isinstance(node.ctx, ast.Load) else None
-    return None
+            return (node if isinstance(node.ctx, ast.Load) else None), True
+    return None, False
 
 
 _SYNCS = ("synchronize", "wait", "wait_stream", "wait_event")

@@ -1,0 +1,430 @@
+"""Static detectors of device state fixed too early (TP118-TP120): a generator left on the CPU,
+a device recorded in ``__init__``, an optimizer state loaded before its model moves.
+
+Each starts with a text test, so files without the pattern (most of them) cost nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.context import Func
+from torchport.analyze.infer import device_of, keyword
+from torchport.findings import Finding, Fix, Location
+from torchport.rules import device as R
+
+# --- TP118 -----------------------------------------------------------------------------------
+
+_GENERATORS = {"torch.Generator", "torch._C.Generator"}
+_GLOBAL_SEEDS = {"torch.manual_seed", "torch.random.manual_seed"}
+_DRAWS = {
+    f"torch.{n}"
+    for n in (
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+    )
+}
+_DRAW_METHODS = (
+    "normal_",
+    "uniform_",
+    "random_",
+    "bernoulli_",
+    "exponential_",
+    "geometric_",
+    "cauchy_",
+    "log_normal_",
+    "multinomial",
+    "bernoulli",
+)
+_DEPTH = 4  # assignments, parameters and callers followed back to the generator
+
+
+@detector(R.CpuGeneratorForDeviceTensor)
+def cpu_generator_for_device_tensor(a: Analysis) -> Iterator[Finding]:
+    if "generator=" not in a.source:
+        return
+    for call in a.calls:
+        given = keyword(call, "generator")
+        if given is None:
+            continue
+        where = _draw_device(a, call)
+        if where is None:
+            continue
+        made = _cpu_generator(a, given, call.lineno, 0)
+        if made is None:
+            continue
+        yield R.CpuGeneratorForDeviceTensor.finding(
+            f"`{a.name(given)}` is a CPU generator (`{a.name(made)}`, line {made.lineno}) "
+            f"but `{a.name(call.func)}` draws on {where}: CUDA raises \"Expected a 'cuda' "
+            'device type for generator"; create it with `torch.Generator(device=...)`',
+            a.loc(call),
+            Fix("create the generator on the tensor's device: `torch.Generator(device=...)`"),
+            related=(a.loc(made),),
+        )
+
+
+def _draw_device(a: Analysis, call: ast.Call) -> str | None:
+    """How to name the device a random call draws on, when it may be an accelerator."""
+    func = call.func
+    if a.qualname(func) not in _DRAWS:
+        if not isinstance(func, ast.Attribute) or func.attr not in _DRAW_METHODS:
+            return None
+        return _moved(a, func.value)
+    device = keyword(call, "device")
+    if device is not None:
+        if isinstance(device, ast.Constant) and device.value is None:
+            return None
+        if device_of(a.scope(call), device, call.lineno) == "cpu":
+            return None
+        return f"`{a.name(device)}`"
+    return next((m for m in (_moved(a, arg) for arg in call.args[:2]) if m), None)
+
+
+def _moved(a: Analysis, tensor: ast.expr) -> str | None:
+    info = a.info(tensor)
+    if info is None or info.kind != K.TENSOR or info.device != "accel":
+        return None
+    return f"the device of `{a.name(tensor)}`"
+
+
+def _cpu_generator(a: Analysis, expr: ast.expr, line: int, depth: int) -> ast.Call | None:
+    """The ``torch.Generator(...)`` call on the CPU that ``expr`` evidently holds, if any."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        q = a.qualname(func)
+        if q in _GLOBAL_SEEDS:
+            return expr  # seeds every device and returns the default CPU generator
+        if isinstance(func, ast.Attribute) and func.attr == "manual_seed":
+            return _cpu_generator(a, func.value, line, depth + 1)  # returns the generator
+        if q not in _GENERATORS:
+            return None
+        device = keyword(expr, "device") or (expr.args[0] if expr.args else None)
+        on_cpu = device is None or device_of(a.scope(expr), device, expr.lineno) == "cpu"
+        return expr if on_cpu else None
+    if isinstance(expr, ast.Name):
+        return _named_generator(a, expr, line, depth)
+    if (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == "self"
+    ):
+        return _attribute_generator(a, expr, depth)
+    return None
+
+
+def _named_generator(a: Analysis, name: ast.Name, line: int, depth: int) -> ast.Call | None:
+    bound = assigned_value(a, name, line)
+    if bound is not None:
+        return _cpu_generator(a, bound, bound.lineno, depth + 1)
+    func = a.function_of(name)
+    if func is not None and name.id in _parameter_names(func):
+        return _passed_generator(a, func, name.id, depth)
+    # a closure or a global: the last value bound in an enclosing function or the module
+    for owner in [*(up for up in a.ancestors(name) if isinstance(up, Func)), a.tree]:
+        if owner is func:
+            continue
+        values = a.assignments(owner).get(name.id)
+        if values:
+            value = values[-1][1]
+            return _cpu_generator(a, value, value.lineno, depth + 1)
+    return None
+
+
+def _parameter_names(func: Func) -> list[str]:
+    args = func.args
+    return [p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+
+
+def _passed_generator(a: Analysis, func: Func, param: str, depth: int) -> ast.Call | None:
+    """A CPU generator given to ``param``: its default, or what a same-file caller passes."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip(
+            [p.arg for p in positional[len(positional) - len(args.defaults) :]],
+            args.defaults,
+            strict=True,
+        )
+    )
+    defaults |= {p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+    if param in defaults:
+        made = _cpu_generator(a, defaults[param], func.lineno, depth + 1)
+        if made is not None:
+            return made
+    if a.functions.get(func.name) is not func:
+        return None  # only module-level functions are called by their bare name
+    index = next((i for i, p in enumerate(positional) if p.arg == param), None)
+    for call in a.calls:
+        if not isinstance(call.func, ast.Name) or call.func.id != func.name:
+            continue
+        passed = keyword(call, param)
+        if passed is None and index is not None and index < len(call.args):
+            passed = call.args[index]
+        made = None if passed is None else _cpu_generator(a, passed, call.lineno, depth + 1)
+        if made is not None:
+            return made
+    return None
+
+
+def _attribute_generator(a: Analysis, attr: ast.Attribute, depth: int) -> ast.Call | None:
+    """``self.gen``: a CPU generator when every assignment of it in the class makes one."""
+    func = a.function_of(attr)
+    cls = a.class_of(func) if func is not None else None
+    if cls is None:
+        return None
+    values = list(_self_assignments(cls, attr.attr))
+    made = [_cpu_generator(a, v, v.lineno, depth + 1) for v in values]
+    return made[0] if made and all(m is not None for m in made) else None
+
+
+def _self_assignments(cls: ast.ClassDef, attr: str) -> Iterator[ast.expr]:
+    """The values of ``self.<attr> = value`` in the methods of ``cls``."""
+    for method in cls.body:
+        if not isinstance(method, Func):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and any(_is_self_attr(t, attr) for t in node.targets):
+                yield node.value
+
+
+def _is_self_attr(node: ast.expr, attr: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+# --- TP119 -----------------------------------------------------------------------------------
+
+_OVERRIDES = {"to", "cuda", "_apply"}  # a class with one of these may keep its device current
+_HOLDERS = {"parameters", "buffers"}
+_WEIGHTS = {"weight", "bias"}
+
+
+@detector(R.DeviceCapturedInInit)
+def device_captured_in_init(a: Analysis) -> Iterator[Finding]:
+    if ".device" not in a.source and "cpu" not in a.source:
+        return
+    for name in sorted(a.module_classes):
+        cls = a.classes[name]
+        init = a.method(cls, "__init__")
+        defined = {m.name for m in cls.body if isinstance(m, Func)}
+        if init is None or defined & _OVERRIDES:
+            continue
+        for stmt in ast.walk(init):
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Attribute) or not _is_self_attr(target, target.attr):
+                continue
+            attr = target.attr
+            if attr in defined or not _captures_device(a, stmt.value):
+                continue  # a property (or method) of that name is read when it is needed
+            if _assigned_elsewhere(a, cls, init, attr):
+                continue
+            uses = _device_uses(a, cls, init, attr)
+            if not uses:
+                continue
+            # reported where the stale device is used (where a tensor lands on the CPU), with
+            # the line that captured it
+            yield R.DeviceCapturedInInit.finding(
+                f"`self.{attr}` is used as a device here, but it was computed in "
+                f"`{name}.__init__` (line {stmt.lineno}), before the module is moved, and stays "
+                "the CPU after `.to(device)`: read the device when it is needed (an input's "
+                "`.device`, or a property)",
+                uses[0],
+                Fix(f"make `{attr}` a property that returns `next(self.parameters()).device`"),
+                related=(a.loc(stmt), *uses[1:]),
+            )
+
+
+def _captures_device(a: Analysis, value: ast.expr) -> bool:
+    """``next(self.parameters()).device``, ``self.fc.weight.device``, ``torch.device("cpu")``."""
+    if isinstance(value, ast.Constant) or (
+        isinstance(value, ast.Call) and a.qualname(value.func) == "torch.device"
+    ):
+        return device_of(a.scope(value), value, value.lineno) == "cpu"
+    if not isinstance(value, ast.Attribute) or value.attr != "device":
+        return False
+    inner = value.value
+    if isinstance(inner, ast.Attribute):
+        return inner.attr in _WEIGHTS and _rooted_at_self(inner.value)
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)):
+        return False
+    if inner.func.id != "next" or len(inner.args) != 1:
+        return False
+    source = inner.args[0]
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Name):
+        if source.func.id != "iter" or len(source.args) != 1:
+            return False
+        source = source.args[0]
+    return (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Attribute)
+        and source.func.attr in _HOLDERS
+        and _rooted_at_self(source.func.value)
+    )
+
+
+def _rooted_at_self(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _assigned_elsewhere(a: Analysis, cls: ast.ClassDef, init: Func, attr: str) -> bool:
+    """Whether another method of ``cls`` assigns ``self.<attr>``, or code outside a class
+    assigns ``<obj>.<attr>`` (either may keep it current), or the file uses ``setattr``."""
+    for node in a.of_type(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        func = a.function_of(node)
+        if func is init:
+            continue
+        for target in node.targets:
+            if not isinstance(target, ast.Attribute) or target.attr != attr:
+                continue
+            if not _is_self_attr(target, attr) or (func is not None and a.class_of(func) is cls):
+                return True
+    return any(isinstance(c.func, ast.Name) and c.func.id == "setattr" for c in a.calls)
+
+
+def _device_uses(a: Analysis, cls: ast.ClassDef, init: Func, attr: str) -> list[Location]:
+    """Where the class's other methods pass ``self.<attr>`` as a device."""
+    out: list[Location] = []
+    for method in cls.body:
+        if not isinstance(method, Func) or method is init:
+            continue
+        for node in ast.walk(method):
+            if not isinstance(node, ast.Call):
+                continue
+            given = [k.value for k in node.keywords if k.arg == "device"]
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and node.args:
+                given.append(node.args[0])
+            if any(_is_self_attr(g, attr) for g in given):
+                out.append(a.loc(node))
+    return out
+
+
+# --- TP120 -----------------------------------------------------------------------------------
+
+
+@detector(R.OptimizerStateLoadedBeforeMove)
+def optimizer_state_loaded_before_move(a: Analysis) -> Iterator[Finding]:
+    if "load_state_dict" not in a.source or not a.device_moves:
+        return
+    for call, optimizer in _optimizer_loads(a):
+        owner = a.function_of(call) or a.tree
+        model = _optimized_model(a, owner, optimizer, call.lineno)
+        if model is None:
+            continue
+        moved = _moved_later(a, owner, model, call.lineno)
+        if moved is None:
+            continue
+        yield R.OptimizerStateLoadedBeforeMove.finding(
+            f"`{a.name(call)}` loads the state of `{optimizer}` while `{model.id}` is still on "
+            f"the CPU (it is moved on line {moved.lineno}): the state is cast to the CPU and "
+            f"stays there, so `{optimizer}.step()` fails on the GPU; move `{model.id}` before "
+            "building and loading the optimizer",
+            a.loc(call),
+            Fix(f"move `{model.id}` to the device before the optimizer is built"),
+            related=(a.loc(moved),),
+        )
+
+
+def _optimizer_loads(a: Analysis) -> Iterator[tuple[ast.Call, str]]:
+    """``opt.load_state_dict(...)``, and calls of same-file helpers that do it to an argument
+    (``load_checkpoint(path, model, optimizer)``), with the name of what is loaded."""
+    helpers: dict[str, list[tuple[int, str]]] = {}
+    for call, func in a.method_calls("load_state_dict"):
+        if not isinstance(func.value, ast.Name):
+            continue
+        name = func.value.id
+        yield call, name
+        owner = a.function_of(call)
+        if owner is not None and a.functions.get(owner.name) is owner:
+            params = [p.arg for p in owner.args.args]
+            if name in params:
+                helpers.setdefault(owner.name, []).append((params.index(name), name))
+    if not helpers:
+        return
+    for call in a.calls:
+        callee = call.func
+        if not isinstance(callee, ast.Name) or callee.id not in helpers:
+            continue
+        for index, param in helpers[callee.id]:
+            passed = keyword(call, param) or (call.args[index] if index < len(call.args) else None)
+            if isinstance(passed, ast.Name):
+                yield call, passed.id
+
+
+def _optimized_model(a: Analysis, owner: ast.AST, optimizer: str, line: int) -> ast.Name | None:
+    """The model whose parameters ``optimizer`` was built from in ``owner``, before ``line``."""
+    made = [value for at, value in a.assignments(owner).get(optimizer, []) if at < line]
+    if not made or not isinstance(made[-1], ast.Call):
+        return None
+    value = made[-1]
+    q = a.qualname(value.func)
+    if q is None:
+        if not _named_like_optimizer(optimizer):
+            return None
+    elif not q.startswith("torch.optim.") or "lr_scheduler" in q or "swa_utils" in q:
+        return None
+    for node in ast.walk(value):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("parameters", "named_parameters")
+            and isinstance(node.func.value, ast.Name)
+        ):
+            return node.func.value
+    for arg in value.args:  # a helper that builds the optimizer from the model itself
+        info = a.info(arg) if isinstance(arg, ast.Name) else None
+        if isinstance(arg, ast.Name) and info is not None and info.kind == K.MODULE:
+            return arg
+    return None
+
+
+def _named_like_optimizer(name: str) -> bool:
+    lower = name.lower()
+    return "optim" in lower or lower == "opt" or lower.startswith("opt_") or lower.endswith("_opt")
+
+
+def _moved_later(a: Analysis, owner: ast.AST, model: ast.Name, line: int) -> ast.Call | None:
+    """The first move of ``model`` to a device after ``line``, unless it was already moved
+    between its binding (the one the optimizer saw) and ``line``."""
+    bound = [(at, v) for at, v in a.assignments(owner).get(model.id, []) if at <= model.lineno]
+    since = bound[-1][0] if bound else 0
+    moves = {call for call, _ in a.device_moves}
+    if bound and bound[-1][1] in moves:
+        return None  # `model = Net().to(device)`
+    later = None
+    for move in a.device_moves:
+        call = move[0]
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if not isinstance(receiver, ast.Name) or receiver.id != model.id:
+            continue
+        if (a.function_of(call) or a.tree) is not owner:
+            continue
+        if since <= call.lineno < line:
+            return None  # on the device already when the state was loaded
+        if call.lineno > line and later is None:
+            later = call
+    return later

@@ -1,0 +1,28 @@
+# source: https://github.com/NVIDIA/apex/issues/1052
+# area: dtype
+# bug: padding is masked with -1e9, which float16 cannot hold; the model runs in half precision on the GPU
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class AttentionPool(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.score = nn.Linear(dim, 1)
+
+    def forward(self, x, pad):
+        scores = self.score(x).squeeze(-1)
+        scores = scores.masked_fill(pad, -1e9)  # expect: any
+        return (scores.softmax(-1).unsqueeze(-1) * x).sum(1)
+
+
+model = AttentionPool().to(device).eval()
+x = torch.randn(4, 7, 16, device=device)
+pad = torch.zeros(4, 7, dtype=torch.bool, device=device)
+pad[:, 5:] = True
+if device.type == "cuda":
+    model, x = model.half(), x.half()  # serve in half precision on the GPU
+with torch.no_grad():
+    print(model(x, pad).float().norm().item())

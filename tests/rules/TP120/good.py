@@ -1,0 +1,44 @@
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resume(path):
+    model = nn.Linear(4, 2).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
+    return model, optimizer
+
+
+def resume_moved_first(path):
+    model = nn.Linear(4, 2)
+    model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
+    model.to(device)  # a second move: a no-op
+    return model, optimizer
+
+
+def resume_on_cpu(path):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
+    model.to("cpu")
+    return model, optimizer
+
+
+def resume_scheduler(path, optimizer, model):
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    scheduler.load_state_dict(torch.load(path)["scheduler"])
+    model.to(device)
+    return scheduler
+
+
+def resume_other_model(path):
+    teacher = nn.Linear(4, 2)
+    student = nn.Linear(4, 2).to(device)
+    optimizer = torch.optim.Adam(student.parameters(), lr=1e-3)
+    optimizer.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
+    teacher.to(device)  # not the model the optimizer holds
+    return teacher, student, optimizer

@@ -1,0 +1,36 @@
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_data_parallel(model, path):
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    model.cuda()
+    torch.save(model.state_dict(), path)
+
+
+def train_ddp(model, local_rank, path):
+    model = DDP(model.to(local_rank), device_ids=[local_rank])
+    for epoch in range(3):
+        if dist.get_rank() == 0:
+            torch.save({"epoch": epoch, "model": model.state_dict()}, path)
+
+
+def save_checkpoint(net, optimizer, path):
+    state = {"state_dict": net.state_dict(), "optimizer": optimizer.state_dict()}
+    torch.save(state, path)
+
+
+def main(net, optimizer, path):
+    net = nn.DataParallel(net).cuda()
+    save_checkpoint(net, optimizer, path)
+
+
+class Solver:
+    def __init__(self, net):
+        self.net = nn.DataParallel(net.cuda())
+
+    def save(self, path):
+        torch.save(self.net.state_dict(), path)

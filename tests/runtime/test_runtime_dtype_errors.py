@@ -1,0 +1,57 @@
+"""An op that fails on its dtypes is reported (TP353) at the user's line, with the fix.
+
+Under --simulate cuda, an integer matrix product fails as it does on a GPU (CUDA has no
+integer matmul kernel), though the CPU that computes it has one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torchport.findings import Finding
+from torchport.runtime import watch
+
+
+def _line(marker: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.endswith(marker))
+
+
+def _dtype_errors(w: watch) -> list[Finding]:
+    return [f for f in w.findings if f.code == "TP353"]
+
+
+def test_an_integer_matrix_product_on_the_device_fails_as_on_a_gpu() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        adjacency = torch.ones(4, 4, dtype=torch.long, device="cuda")
+        adjacency @ torch.eye(4, dtype=torch.long, device="cuda")  # reported here
+    [found] = _dtype_errors(w)
+    assert found.location is not None and found.location.line == _line("# reported here")
+    assert found.fix is not None and ".float()" in found.fix.title
+
+
+def test_a_floating_matrix_product_on_the_device_runs() -> None:
+    with watch("cuda") as w:
+        out = torch.ones(4, 4, device="cuda") @ torch.eye(4, device="cuda")
+    assert out.sum().item() == 16.0
+    assert _dtype_errors(w) == []
+
+
+def test_a_value_that_does_not_fit_float16_is_reported_with_finfo_as_the_fix() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError, match="overflow"):
+        scores = torch.zeros(2, 3, dtype=torch.float16, device="cuda")
+        scores.masked_fill(torch.ones(2, 3, dtype=torch.bool, device="cuda"), -1e9)
+    [found] = _dtype_errors(w)
+    assert found.fix is not None and "finfo" in found.fix.title
+
+
+def test_float32_input_to_float16_weights_is_reported_with_both_dtypes() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        weight = torch.randn(2, 3, device="cuda").half()
+        F.linear(torch.randn(4, 3, device="cuda"), weight)
+    [found] = _dtype_errors(w)
+    assert "float32" in found.message and "float16" in found.message
