@@ -15,7 +15,7 @@ import torch
 from torchport.findings import Finding, Fix, Location
 from torchport.rules.device import TensorsOnDifferentDevices
 from torchport.rules.dtype import DtypeErrorAtRunTime
-from torchport.runtime.modules import ModuleTracker, weight_device
+from torchport.runtime.modules import ModuleTracker, StateSites, weight_device
 from torchport.runtime.sites import Provenance, Site, call_name
 
 _DEVICE_WORDS = ("same device", "device type", "different device", "on device")
@@ -86,6 +86,7 @@ class Explainer:
     def __init__(self, provenance: Provenance, tracker: ModuleTracker) -> None:
         self._provenance = provenance
         self._tracker = tracker
+        self.state_sites = StateSites()
 
     def explain(
         self,
@@ -144,7 +145,8 @@ class Explainer:
         """Where the host tensors (or all) among ``tensors`` were created, other than at
         ``site``."""
         chosen = (t for _, t in tensors if all_devices or t.device.type == "cpu")
-        made = (self._provenance.get(t) for t in chosen)
+        stack = self._tracker.stack
+        made = (self._provenance.get(t) or self.state_sites.site_of(t, stack) for t in chosen)
         places = {m.location() for m in made if m is not None and m != site}
         return tuple(sorted(places, key=lambda loc: (loc.path, loc.line)))
 

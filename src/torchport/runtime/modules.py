@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 
 from torchport.runtime.failure import StrictFindingError
-from torchport.runtime.sites import user_frame
+from torchport.runtime.sites import Site, user_frame, user_site
 
 
 class ModuleTracker:
@@ -140,3 +140,48 @@ def weight_device(module: nn.Module) -> torch.device | None:
     for buffer in module.buffers(recurse=False):
         return buffer.device
     return None
+
+
+class StateSites:
+    """The user's line that built each module (``nn.Linear(...)``, ``nn.CrossEntropyLoss(
+    weight=w)``), kept per parameter and buffer name: a parameter left on the CPU (a layer in a
+    plain dict, a loss never moved) is traced to that line.
+
+    Kept by module and name, never by the tensor: a weak reference to a parameter would keep
+    the simulated ``Module.to`` from swapping it in place (see simulate._keep_parameters).
+    """
+
+    def __init__(self) -> None:
+        self._sites: weakref.WeakKeyDictionary[nn.Module, dict[str, Site]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._handles: list[Any] = []
+
+    def install(self) -> None:
+        self._handles = [
+            module_hooks.register_module_parameter_registration_hook(self._record),
+            module_hooks.register_module_buffer_registration_hook(self._record),
+        ]
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _record(self, module: nn.Module, name: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            site = user_site(f"{type(module).__name__}(...)")
+            if site is not None:
+                self._sites.setdefault(module, {}).setdefault(name, site)
+
+    def site_of(self, tensor: torch.Tensor, modules: list[nn.Module]) -> Site | None:
+        """Where the module among ``modules`` that holds ``tensor`` was built."""
+        for module in reversed(modules):
+            sites = self._sites.get(module)
+            if not sites:
+                continue
+            own = [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]
+            for name, value in own:
+                if value is tensor and name in sites:
+                    return sites[name]
+        return None

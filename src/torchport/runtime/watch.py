@@ -107,6 +107,7 @@ class watch:
             (lambda: _patch_load(observer), _unpatch_load),
             (warnings_at_user_line.install, warnings_at_user_line.remove),
             (tracker.install, tracker.remove),
+            (observer.explainer.state_sites.install, observer.explainer.state_sites.remove),
             (amp.install, amp.remove),
             (apis.install, apis.remove),
             (samplers.install, samplers.remove),

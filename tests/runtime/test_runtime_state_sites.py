@@ -1,0 +1,56 @@
+"""A parameter or buffer left on the CPU is traced to the user's line that built its module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from torchport.findings import Finding
+from torchport.runtime import watch
+
+
+def _line(marker: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.endswith(marker))
+
+
+def _meeting(w: watch) -> Finding:
+    [found] = [f for f in w.findings if f.code == "TP150"]
+    return found
+
+
+class Heads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.trunk = nn.Linear(4, 4)
+        self.heads = {"a": nn.Linear(4, 2)}  # built here
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.heads["a"](self.trunk(x))
+
+
+def test_a_layer_in_a_plain_dict_is_traced_to_where_it_was_built() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        model = Heads().to("cuda")
+        model(torch.randn(3, 4, device="cuda"))
+    assert [r.line for r in _meeting(w).related] == [_line("# built here")]
+
+
+def test_a_loss_never_moved_is_traced_to_where_its_weight_was_given() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        weights = torch.tensor([1.0, 3.0]).float() * 2
+        criterion = nn.CrossEntropyLoss(weight=weights)  # weighted here
+        logits = torch.randn(4, 2, device="cuda")
+        criterion(logits, torch.zeros(4, dtype=torch.long, device="cuda"))
+    assert _line("# weighted here") in [r.line for r in _meeting(w).related]
+
+
+def test_moving_the_model_keeps_each_parameter_object() -> None:
+    with watch("cuda"):
+        layer = nn.Linear(3, 2)
+        before = layer.weight
+        layer.to("cuda")
+        assert layer.weight is before
