@@ -134,3 +134,9 @@ def test_a_method_called_every_n_steps_is_not_followed() -> None:
     body = METER.replace("        timer.tick()", sparse)
     body = body.replace("for x, y in loader:", "for step, (x, y) in enumerate(loader):")
     assert _findings(body, "TP207") == []
+
+
+def test_copies_back_to_the_host_do_not_make_an_unpinned_loader_a_warning() -> None:
+    body = LOADER + '    print(x.to("cpu", non_blocking=True))\n'
+    [plain] = _findings(body, "TP201")
+    assert plain.severity is Severity.INFO

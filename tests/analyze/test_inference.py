@@ -115,3 +115,60 @@ def test_a_parameter_shadows_a_global_of_the_same_name() -> None:
     returned = next(n for n in ast.walk(a.tree) if isinstance(n, ast.Return))
     assert returned.value is not None
     assert a.info(returned.value) is None
+
+
+ARGUMENTS = """\
+import torch
+device = torch.device("cuda")
+model = torch.nn.Linear(2, 2).to(device)
+
+
+def accuracy(logits, labels):
+    return logits
+
+
+class Meter:
+    def __init__(self, start):
+        self.start = start
+
+    def update(self, val):
+        return val
+
+
+def mixed(x):
+    return x
+
+
+for _ in range(2):
+    out = model(torch.randn(3, 2).to(device))
+    accuracy(out, torch.zeros(3))
+    Meter(out).update(out.sum())
+    mixed(out)
+    mixed("text")
+"""
+
+
+def _returned(a: Analysis, function: str) -> ast.expr:
+    func = next(
+        n for n in ast.walk(a.tree) if isinstance(n, ast.FunctionDef) and n.name == function
+    )
+    value = next(n for n in ast.walk(func) if isinstance(n, ast.Return)).value
+    assert value is not None
+    return value
+
+
+def test_a_parameter_gets_what_every_call_of_the_file_hands_it() -> None:
+    a = Analysis(ARGUMENTS, "args.py")
+    for function in ("accuracy", "update"):
+        info = a.info(_returned(a, function))
+        assert info is not None and (info.kind, info.device) == (K.TENSOR, "accel"), function
+    given = next(
+        n for n in ast.walk(a.tree) if isinstance(n, ast.Assign) and a.text(n.value) == "start"
+    )
+    info = a.info(given.value)  # `__init__` is given what `Meter(...)` is called with
+    assert info is not None and (info.kind, info.device) == (K.TENSOR, "accel")
+
+
+def test_a_parameter_given_different_kinds_stays_unknown() -> None:
+    a = Analysis(ARGUMENTS, "args.py")
+    assert a.info(_returned(a, "mixed")) is None

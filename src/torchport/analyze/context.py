@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -54,6 +54,7 @@ class FileContext:
             self.classes.setdefault(node.name, node)
         self._scopes: dict[ast.AST, Scope] = {}
         self._returns: dict[ast.AST, Info | None] = {}
+        self._arguments: dict[tuple[ast.AST, str], Info | None] = {}
         self._attrs: dict[tuple[ast.ClassDef, str], Info | None] = {}
         self._class_attrs: dict[ast.ClassDef, dict[str, list[tuple[ast.stmt, ast.expr]]]] = {}
 
@@ -184,6 +185,96 @@ class FileContext:
         """What ``expr`` evaluates to, judged at its own line; None when not evident."""
         return self.scope(expr).infer(expr, getattr(expr, "lineno", 0))
 
+    def argument(self, func: Func, name: str) -> Info | None:
+        """What parameter ``name`` of a same-file function is given: the kind every call of
+        the file hands it (a tensor, a model), with its device, dtype and class where all calls
+        agree; None when they differ, when one is not evident, or when nothing calls it. The
+        origin is not carried: a finding about the value is made where it was made."""
+        key = (func, name)
+        if key in self._arguments:
+            return self._arguments[key]
+        self._arguments[key] = None  # guards recursion
+        given = [self._argument_at(call, skip, func, name) for call, skip in self._callers(func)]
+        known = [i for i in given if i is not None]
+        if known and len(known) == len(given) and len({i.kind for i in known}) == 1:
+            self._arguments[key] = Info(
+                known[0].kind,
+                device=_agreed(i.device for i in known),
+                dtype=_agreed(i.dtype for i in known),
+                cls=_agreed(i.cls for i in known),
+                target=_agreed(i.target for i in known),
+            )
+        return self._arguments[key]
+
+    def _callers(self, func: Func) -> list[tuple[ast.Call, int]]:
+        """Calls of ``func`` in the file, each with how many parameters the call does not pass
+        (``self``): a function by its name; a method as ``self.name(...)`` in its class, or as
+        ``obj.name(...)`` anywhere when no other class of the file has a method of that name;
+        ``__init__`` as ``ClassName(...)``."""
+        cls = self.class_of(func)
+        if cls is None:
+            named = self._calls_named.get(func.name, [])
+            return [
+                (c, 0)
+                for c in named
+                if isinstance(c.func, ast.Name) and self.functions.get(c.func.id) is func
+            ]
+        if func.name == "__init__":
+            named = self._calls_named.get(cls.name, [])
+            return [
+                (c, 1)
+                for c in named
+                if isinstance(c.func, ast.Name) and self.classes.get(c.func.id) is cls
+            ]
+        unique = not func.name.startswith("__") and self._method_owners.get(func.name) == 1
+        out: list[tuple[ast.Call, int]] = []
+        for call in self._calls_named.get(func.name, []):
+            callee = call.func
+            if not isinstance(callee, ast.Attribute):
+                continue
+            on_self = isinstance(callee.value, ast.Name) and callee.value.id == "self"
+            if (on_self and self.class_of(self.function_of(call) or self.tree) is cls) or (
+                not on_self and unique
+            ):
+                out.append((call, 1))
+        return out
+
+    @cached_property
+    def _method_owners(self) -> dict[str, int]:
+        """How many of the file's classes define each method name."""
+        out: dict[str, int] = {}
+        for cls in self.classes.values():
+            for stmt in cls.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                    out[stmt.name] = out.get(stmt.name, 0) + 1
+        return out
+
+    @cached_property
+    def _calls_named(self) -> dict[str, list[ast.Call]]:
+        out: dict[str, list[ast.Call]] = {}
+        for call in self.calls:
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name is not None:
+                out.setdefault(name, []).append(call)
+        return out
+
+    def _argument_at(self, call: ast.Call, skip: int, func: Func, name: str) -> Info | None:
+        params = [*func.args.posonlyargs, *func.args.args]
+        index = next((i for i, p in enumerate(params) if p.arg == name), None)
+        value: ast.expr | None = None
+        if index is not None and skip <= index < len(call.args) + skip:
+            value = call.args[index - skip]
+        else:
+            value = next((k.value for k in call.keywords if k.arg == name), None)
+        if (
+            value is None
+            or isinstance(value, ast.Starred)
+            or any(isinstance(a, ast.Starred) for a in call.args)
+        ):
+            return None
+        return self.info(value)
+
     def returns(self, func: Func) -> Info | None:
         """The common kind of every ``return`` in a same-file function (None if they differ)."""
         if func in self._returns:
@@ -290,3 +381,9 @@ def _blocks(node: ast.AST) -> list[ast.AST]:
 # `body`, as in a lambda, is no list)
 _BLOCK_NAMES = frozenset({"body", "orelse", "finalbody", "handlers", "items", "cases"})
 _BLOCK_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _agreed(values: Iterable[str | None]) -> str | None:
+    """The one value all give, or None."""
+    found = set(values)
+    return found.pop() if len(found) == 1 else None

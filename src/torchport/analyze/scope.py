@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -47,10 +48,12 @@ class Scope:
         for arg in args:
             # every parameter is bound, unknown unless annotated: it shadows a global of the
             # same name (a module-level `labels` on the CPU is not the `labels` passed in)
-            info = None
             if arg.annotation is not None:
                 info = K.from_annotation(self.ctx.qualname(arg.annotation))
-            self._bind(arg.arg, func.lineno, lambda i=info: i)  # type: ignore[misc]
+                self._bind(arg.arg, func.lineno, lambda i=info: i)  # type: ignore[misc]
+            else:  # what the file's calls of this function hand it (see FileContext.argument)
+                given = functools.partial(self.ctx.argument, func, arg.arg)
+                self._bind(arg.arg, func.lineno, given)
 
     def _collect(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
@@ -96,6 +99,10 @@ class Scope:
 
         def batch() -> Info | None:
             loader = self.infer(iterable, line)
+            if loader is None and _passed_loader(iterable, self.owner):
+                # `def train(model, loader)`: tensors, on a device nobody can tell here (the
+                # loader may be a prefetcher that moves them)
+                return Info(K.TENSOR)
             if loader is None or loader.kind != K.LOADER:
                 return None
             return Info(
@@ -179,3 +186,13 @@ def loader_of(it: ast.expr) -> ast.Call | None:
         if name in ("enumerate", "tqdm", "iter"):
             return it
     return None
+
+
+def _passed_loader(iterable: ast.expr, owner: ast.AST) -> bool:
+    """Whether ``iterable`` is a parameter of ``owner`` named as a loader (``train_loader``)."""
+    if not (isinstance(iterable, ast.Name) and iterable.id.lower().endswith("loader")):
+        return False
+    if not isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    params = [*owner.args.posonlyargs, *owner.args.args, *owner.args.kwonlyargs]
+    return any(p.arg == iterable.id and p.annotation is None for p in params)

@@ -208,3 +208,41 @@ class CustomFunctionWithoutAutocastDecorators(Rule):
     code = "TP315"
     name = "custom-function-without-autocast-decorators"
     severity = Severity.WARNING
+
+
+@register
+class AutocastOnHostOnly(Rule):
+    """## What it does
+    Flags an autocast region for the CPU (`torch.autocast("cpu")`,
+    `torch.autocast(device_type="cpu", ...)`, `torch.cpu.amp.autocast()`) in a file that moves
+    its model or tensors to an accelerator.
+
+    ## Why is this bad?
+    Autocast applies only to ops on its own device type: on the GPU the region does nothing,
+    and the program that was meant to train or evaluate in mixed precision silently runs in
+    float32 (slower, more memory). It usually comes from a script first written for the CPU.
+
+    ## Example
+    ```python
+    model.to(device)
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        out = model(x.to(device))
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+        out = model(x.to(device))
+    ```
+
+    ## Fix safety
+    No automatic fix: turning mixed precision on changes the numbers.
+
+    ## References
+    - [Automatic Mixed Precision: torch.autocast](https://pytorch.org/docs/stable/amp.html#torch.autocast)
+    - [pytorch/pytorch#114458](https://github.com/pytorch/pytorch/issues/114458)
+    """
+
+    code = "TP316"
+    name = "autocast-on-host-only"
+    severity = Severity.WARNING

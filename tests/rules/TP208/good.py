@@ -32,3 +32,13 @@ def collect_then_sync(model, batches):
         preds.append(model(x).argmax(1).to("cpu", non_blocking=True))
     torch.cuda.current_stream().synchronize()
     return torch.cat(preds)
+
+
+def collect_with_no_grad(model, batches):
+    all_preds = []
+    with torch.no_grad():
+        for x in batches:
+            preds = model(x).argmax(1).to("cpu", non_blocking=True)
+            all_preds.append(preds)
+    torch.cuda.synchronize()
+    return [p.numpy() for p in all_preds]

@@ -327,3 +327,46 @@ def _undecorated(a: Analysis, cls: ast.ClassDef) -> Finding | None:
 
 def _casts_inputs(deco: ast.expr) -> bool:
     return isinstance(deco, ast.Call) and keyword(deco, "cast_inputs") is not None
+
+
+@detector(R.AutocastOnHostOnly)
+def autocast_on_host_only(a: Analysis) -> Iterator[Finding]:
+    if "autocast" not in a.source or not a.uses_accelerator:
+        return
+    for cast in a.call_named(*K.AUTOCASTS):
+        if not _host_only(a, cast) or not _meets_device(a, cast):
+            continue
+        yield R.AutocastOnHostOnly.finding(
+            f"`{a.name(cast)}` casts only CPU ops, while this file moves its work to an "
+            "accelerator: on the GPU the region runs in float32; use the device's type "
+            "(`device_type=device.type`)",
+            a.loc(cast),
+            Fix("autocast for the device the model runs on: `device_type=device.type`"),
+        )
+
+
+def _host_only(a: Analysis, cast: ast.Call) -> bool:
+    """``torch.cpu.amp.autocast(...)``, or a ``device_type`` given as the literal "cpu"."""
+    if (a.qualname(cast.func) or "").startswith("torch.cpu."):
+        return True
+    if (a.qualname(cast.func) or "").startswith("torch.cuda."):
+        return False
+    device = keyword(cast, "device_type") or (cast.args[0] if cast.args else None)
+    return isinstance(device, ast.Constant) and device.value == "cpu"
+
+
+def _meets_device(a: Analysis, cast: ast.Call) -> bool:
+    """Whether the region works on the device: its ``with`` body uses a model or tensor on an
+    accelerator. A context made elsewhere (``return torch.autocast("cpu")``) is judged by
+    the file alone."""
+    item = a.parents.get(cast)  # a withitem, whose parent is the With
+    block = a.parents.get(item) if item is not None else None
+    if not isinstance(block, ast.With | ast.AsyncWith):
+        return True
+    for stmt in block.body:
+        for node in walk_local(stmt):
+            if isinstance(node, ast.Name | ast.Attribute | ast.Call):
+                info = a.info(node)
+                if info is not None and info.device == "accel":
+                    return True
+    return False

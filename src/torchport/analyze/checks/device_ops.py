@@ -281,7 +281,14 @@ def _local(a: Analysis) -> Iterator[tuple[Finding, ast.AST]]:
 
 
 def _made_at(a: Analysis, node: ast.AST) -> tuple[Location, ...]:
-    """Where a CPU operand named by a variable got its value, when on another line."""
+    """Where a CPU operand got its value, when on another line: the assignment of a variable,
+    or the ``return`` values of a same-file helper it was called from."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        helper = a.functions.get(node.func.id)
+        if helper is None:
+            return ()
+        returned = [n.value for n in walk_local(helper) if isinstance(n, ast.Return) and n.value]
+        return tuple(a.loc(value) for value in returned)
     if not isinstance(node, ast.Name):
         return ()
     bound = assigned_value(a, node, node.lineno)

@@ -40,13 +40,20 @@ def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
 
 
 def _copies_non_blocking(a: Analysis) -> bool:
-    """Whether the file asks for asynchronous copies (``non_blocking=True``) somewhere."""
+    """Whether the file asks for asynchronous copies to the device (``non_blocking=True``)."""
     if "non_blocking" not in a.source:
         return False
     return any(
-        isinstance(value := keyword(call, "non_blocking"), ast.Constant) and value.value is True
-        for call, _ in a.method_calls("to", "cuda")
+        isinstance(value := keyword(call, "non_blocking"), ast.Constant)
+        and value.value is True
+        and (func.attr == "cuda" or _to_accelerator(a, call))
+        for call, func in a.method_calls("to", "cuda")
     )
+
+
+def _to_accelerator(a: Analysis, call: ast.Call) -> bool:
+    target = keyword(call, "device") or (call.args[0] if call.args else None)
+    return device_of(a.scope(call), target, call.lineno) == "accel"
 
 
 @detector(R.LoaderWithoutWorkers)
@@ -174,17 +181,40 @@ def _async_host_copy(a: Analysis, call: ast.Call) -> tuple[ast.stmt, str] | None
 
 def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name | None:
     """The first read of ``name`` in the statements that follow ``stmt`` in its own block,
-    then (out of a loop: copies collected batch after batch) in the block after the loop.
+    then (out of a loop or a ``with``: copies collected batch after batch) in the block after
+    it. Handing the copy to a list (``preds.append(copy)``) reads nothing: the list is
+    followed from there.
 
     Only the straight-line rest of a block is followed: a read in another branch (an
     ``elif``) never runs after the copy, and silence beats a guess.
     """
     while True:
         found, decided = _read_in_rest_of_block(a, stmt, name)
+        holder = _collected_into(a, found)
+        if holder is not None and found is not None:
+            stmt, name = _statement_of(a, found), holder
+            continue
         parent = a.parents.get(stmt)
-        if decided or not isinstance(parent, ast.For | ast.While):
+        if decided or not isinstance(parent, ast.For | ast.While | ast.With):
             return found
         stmt = parent
+
+
+def _collected_into(a: Analysis, read: ast.Name | None) -> str | None:
+    """``holder`` when ``read`` is the argument of ``holder.append(read)`` (or ``extend``)."""
+    call = a.parents.get(read) if read is not None else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    holder = call.func.value
+    if call.func.attr in ("append", "extend") and isinstance(holder, ast.Name):
+        return holder.id
+    return None
+
+
+def _statement_of(a: Analysis, node: ast.AST) -> ast.stmt:
+    while not isinstance(node, ast.stmt):
+        node = a.parents[node]
+    return node
 
 
 def _read_in_rest_of_block(a: Analysis, stmt: ast.stmt, name: str) -> tuple[ast.Name | None, bool]:

@@ -1,0 +1,28 @@
+# twin of: bugs/amp15_autocast_for_cpu_on_gpu.py
+# area: AMP
+# correct: the autocast region is for the device the model runs on
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 3)).to(device)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+x, y = torch.randn(64, 12), torch.randint(0, 3, (64,))
+
+
+@torch.no_grad()
+def validate(model, x, y):
+    model.eval()
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+        logits = model(x.to(device))
+    return (logits.argmax(1) == y.to(device)).float().mean().item()
+
+
+for epoch in range(3):
+    model.train()
+    loss = F.cross_entropy(model(x.to(device)), y.to(device))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(f"epoch {epoch} accuracy {validate(model, x, y):.3f}")

@@ -1,0 +1,21 @@
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+
+
+def evaluate(x):
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+        return model(x.to(device))
+
+
+def on_cuda(x):
+    with torch.autocast("cuda", dtype=torch.float16):
+        return model(x.to(device))
+
+
+def cpu_only_script_part():
+    cpu_model = nn.Linear(4, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return cpu_model(torch.randn(3, 4))
