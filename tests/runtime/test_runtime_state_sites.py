@@ -40,8 +40,8 @@ def test_a_layer_in_a_plain_dict_is_traced_to_where_it_was_built() -> None:
 
 
 def test_a_loss_never_moved_is_traced_to_where_its_weight_was_given() -> None:
+    weights = torch.tensor([1.0, 3.0])  # made before the watch: no origin of its own
     with watch("cuda") as w, pytest.raises(RuntimeError):
-        weights = torch.tensor([1.0, 3.0]).float() * 2
         criterion = nn.CrossEntropyLoss(weight=weights)  # weighted here
         logits = torch.randn(4, 2, device="cuda")
         criterion(logits, torch.zeros(4, dtype=torch.long, device="cuda"))
@@ -54,3 +54,11 @@ def test_moving_the_model_keeps_each_parameter_object() -> None:
         before = layer.weight
         layer.to("cuda")
         assert layer.weight is before
+
+
+def test_a_host_tensor_computed_from_one_of_known_origin_keeps_that_origin() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        coords = torch.rand(2, 5, device="cuda")
+        tours = torch.stack([torch.randperm(5) for _ in range(2)])  # drawn here
+        coords.gather(1, tours)
+    assert [r.line for r in _meeting(w).related] == [_line("# drawn here")]

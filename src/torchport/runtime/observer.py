@@ -193,6 +193,8 @@ class Observer(TorchFunctionMode):
             self.explain(exc, func, args, kwargs)
             raise
         try:
+            if self.count_ops:
+                self._inherit(args, out)
             if self.count_ops and self.tracker.stack:
                 self._count(args)
             if self._check_finite:
@@ -237,6 +239,20 @@ class Observer(TorchFunctionMode):
         """torchport's own failure: recorded for the report, never raised into the program."""
         with contextlib.suppress(Exception):
             self.record.add_internal_error(where, exc)
+
+    def _inherit(self, args: tuple[Any, ...], out: Any) -> None:
+        """A host tensor computed from one of known origin (``torch.stack`` of ``randperm``s,
+        a hidden state re-indexed inside an RNN) keeps that origin: a device error names the
+        user's line that made it. Only with an accelerator, where host results are few."""
+        if type(out) is not torch.Tensor or out.device.type != "cpu":
+            return
+        first = args[0] if args else None
+        if isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        if isinstance(first, torch.Tensor) and self.provenance.get(out) is None:
+            site = self.provenance.get(first)
+            if site is not None:
+                self.provenance.record(out, site)
 
     def _count(self, args: tuple[Any, ...]) -> None:
         first = args[0] if args else None
