@@ -146,7 +146,11 @@ class Explainer:
         ``site``."""
         chosen = (t for _, t in tensors if all_devices or t.device.type == "cpu")
         stack = self._tracker.stack
-        made = (self._provenance.get(t) or self.state_sites.site_of(t, stack) for t in chosen)
+        # where the tensor was made, and where the module holding it was built (the weight
+        # given to a loss never moved is made in one place and held from another)
+        made = (
+            m for t in chosen for m in (self._provenance.get(t), self.state_sites.site_of(t, stack))
+        )
         places = {m.location() for m in made if m is not None and m != site}
         return tuple(sorted(places, key=lambda loc: (loc.path, loc.line)))
 
