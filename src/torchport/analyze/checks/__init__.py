@@ -2,12 +2,14 @@
 
 from torchport.analyze.checks import (
     amp,
+    checkpoint_keys,
     device,
     device_api,
     device_ops,
     device_state,
     distributed,
     dtype,
+    ranks,
     syncs,
     transfer,
 )
@@ -17,6 +19,7 @@ __all__ = [
     "DETECTORS",
     "Analysis",
     "amp",
+    "checkpoint_keys",
     "detector",
     "device",
     "device_api",
@@ -24,6 +27,7 @@ __all__ = [
     "device_state",
     "distributed",
     "dtype",
+    "ranks",
     "syncs",
     "transfer",
 ]

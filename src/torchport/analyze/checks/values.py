@@ -51,3 +51,8 @@ def collates_elsewhere(a: Analysis) -> bool:
     """Whether some DataLoader of the file has a ``collate_fn`` (which may move batches)."""
     loaders = a.call_named("torch.utils.data.DataLoader")
     return any(keyword(call, "collate_fn") is not None for call in loaders)
+
+
+def imports_torch(a: Analysis) -> bool:
+    """Whether the file imports torch (or a part of it)."""
+    return any(q == "torch" or q.startswith("torch.") for q in a.imports.values())
