@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 from scoring import score
 
-# `check` finds 88 of the 101 bugs with the right code (87 %); the floor sits a little below,
+# `check` finds 106 of the 116 bugs with the right code (91 %); the floor sits a little below,
 # so that losing two or three cases fails while small expectation edits do not. Raise it when
 # recall goes up.
-CHECK_RECALL_FLOOR = 0.85
+CHECK_RECALL_FLOOR = 0.88
 MIN_BUGGY, MIN_CLEAN = 100, 30
+# The two sets written blind by other hands (tests/detection/sets, README there): check found
+# 35 of 52 (set a) and 30 of 45 (set b) after they were used for tuning.
+SETS = {"a": 0.62, "b": 0.62}
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +67,18 @@ def test_check_recall_stays_above_its_floor(
     everything = areas["all"]
     recall = len(everything.found[("check", "code")]) / len(everything.bugs)
     assert recall >= CHECK_RECALL_FLOOR
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_the_sets_written_blind_keep_their_recall_and_draw_no_alarm(name: str) -> None:
+    cases = score.load_cases(folder=score.CASES.parent / "sets" / name)
+    found = score.run_check(cases)
+    loud = {
+        c.name: [f"{f.line} {f.code}" for f in found[c.name] if f.severity in score.LOUD]
+        for c in cases
+        if c.clean
+    }
+    assert {case: alarms for case, alarms in loud.items() if alarms} == {}
+    areas, _ = score.score(cases, {"check": found})
+    everything = areas["all"]
+    assert len(everything.found[("check", "code")]) / len(everything.bugs) >= SETS[name]
