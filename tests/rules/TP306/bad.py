@@ -3,3 +3,19 @@ from torch import nn
 
 model = nn.Linear(4, 2).half()
 scaler = torch.amp.GradScaler("cuda")
+
+
+def build(fp16):
+    net = nn.Linear(4, 2)
+    if fp16:
+        net = net.half()
+    return net
+
+
+def train(net, batches):
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for x in batches:
+        scaler.scale(net(x).sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()

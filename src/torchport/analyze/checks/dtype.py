@@ -275,12 +275,17 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
     if not a.makes_scaler:
         return
     scaled = {a.function_of(c) for c in a.call_named(*K.GRAD_SCALERS)}
+    trained: set[str] | None = None
     for call, func in a.method_calls("half"):
         info = a.info(func.value)
         if call.args or info is None or info.kind != K.MODULE:
             continue
         if a.function_of(call) not in scaled:
-            continue
+            # cast elsewhere (`build_model` returns `model.half()`): the model the optimizer
+            # trains, by name, is the one the scaler's function steps
+            trained = _trained_names(a) if trained is None else trained
+            if a.text(func.value) not in trained:
+                continue
         yield R.HalfModelWithGradScaler.finding(
             f"`{a.name(call)}` converts the model's weights to float16 in a script that uses a "
             "GradScaler: the scaler cannot unscale float16 gradients; keep float32 weights and "
