@@ -452,3 +452,39 @@ class DtypeErrorAtRunTime(Rule):
     code = "TP353"
     name = "dtype-error-at-run-time"
     severity = Severity.ERROR
+
+
+@register
+class Float16OverflowingConstant(Rule):
+    """## What it does
+    Flags a constant beyond float16's range (±65504), such as `-1e9`, written into a tensor
+    with `masked_fill`, `masked_fill_` or `fill_`, in a file that computes in float16
+    (`.half()`, `torch.float16`, or float16 autocast).
+
+    ## Why is this bad?
+    Attention masks are often filled with `-1e9`. In float32 that is fine; once the scores
+    are float16 (a `.half()` model on the GPU, or under autocast) torch stops with "value cannot
+    be converted to type at::Half without overflow" — on the GPU path only.
+
+    ## Example
+    ```python
+    scores = scores.masked_fill(pad, -1e9)
+    ```
+
+    ## Use instead
+    ```python
+    scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
+    ```
+
+    ## Fix safety
+    Unsafe: the lowest value of the tensor's own dtype replaces the constant, which changes
+    the numbers in float32 (from -1e9 to about -3.4e38); a later sum with it can overflow.
+
+    ## References
+    - [NVIDIA/apex#1052](https://github.com/NVIDIA/apex/issues/1052)
+    - [torch.finfo](https://pytorch.org/docs/stable/type_info.html#torch.finfo)
+    """
+
+    code = "TP317"
+    name = "float16-overflowing-constant"
+    severity = Severity.WARNING

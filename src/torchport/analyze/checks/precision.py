@@ -1,0 +1,58 @@
+"""Static detector of constants float16 cannot hold (TP317)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.edits import ensure_import, replace_node
+from torchport.findings import Finding, Fix, Safety
+from torchport.rules import dtype as R
+
+FLOAT16_MAX = 65504.0
+_FILLS = ("masked_fill", "masked_fill_", "fill_")
+
+
+@detector(R.Float16OverflowingConstant)
+def float16_overflowing_constant(a: Analysis) -> Iterator[Finding]:
+    if "fill" not in a.source or not _computes_in_float16(a):
+        return
+    for call, func in a.method_calls(*_FILLS):
+        value = call.args[-1] if call.args else None
+        number = _number(value) if value is not None else None
+        if value is None or number is None or abs(number) <= FLOAT16_MAX:
+            continue
+        end = "min" if number < 0 else "max"
+        torch, imports = ensure_import(a, "torch")
+        receiver = a.text(func.value)
+        replacement = f"{torch}.finfo({receiver}.dtype).{end}"
+        yield R.Float16OverflowingConstant.finding(
+            f"`{a.text(value)}` does not fit float16 (at most ±65504): where `{receiver}` is "
+            f"float16 (this file computes in float16) `{func.attr}` fails; use `{replacement}`",
+            a.loc(value),
+            Fix(
+                f"use `{replacement}`",
+                (*imports, replace_node(a, value, replacement)),
+                Safety.UNSAFE,
+            ),
+        )
+
+
+def _number(node: ast.expr) -> float | None:
+    """The value of a numeric literal (``-1e9`` included), or None."""
+    sign = 1.0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        sign, node = -1.0, node.operand
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value != float("inf"):
+        return sign * float(value)
+    return None
+
+
+def _computes_in_float16(a: Analysis) -> bool:
+    """``.half()``, ``torch.float16``/``torch.half``, or an autocast without bfloat16."""
+    source = a.source
+    if ".half()" in source or "float16" in source or "torch.half" in source:
+        return True
+    return "autocast" in source and "bfloat16" not in source

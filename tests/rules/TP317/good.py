@@ -1,0 +1,14 @@
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+dtype = torch.float16 if device.type == "cuda" else torch.float32
+
+
+def attend(scores, pad):
+    scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
+    return scores.softmax(-1)
+
+
+def blank(x, keep):
+    x.masked_fill_(~keep, -1e4)  # within float16's range
+    return x.masked_fill(keep, float("-inf"))
