@@ -488,3 +488,42 @@ class Float16OverflowingConstant(Rule):
     code = "TP317"
     name = "float16-overflowing-constant"
     severity = Severity.WARNING
+
+
+@register
+class Float16VanishingEpsilon(Rule):
+    """## What it does
+    Points at a small constant added to guard a division or a logarithm (`x + 1e-8`,
+    `torch.log(p + 1e-15)`) that float16 cannot hold, in a file that computes in float16
+    (`.half()`, `torch.float16`, or float16 autocast).
+
+    ## Why is this bad?
+    The smallest positive float16 is about 6e-8: `1e-8` and `1e-15` round to 0 when the other
+    operand is float16, so the guard guards nothing and a zero turns into inf or NaN — only on
+    the GPU path, where the tensors are float16.
+
+    A suggestion (info): whether the operand is float16 at that line is not evident from the
+    code alone.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        p = torch.sigmoid(model(x))
+        loss = -torch.log(p + 1e-15).mean()
+    ```
+
+    ## Use instead
+    ```python
+    loss = -torch.log(p.float() + 1e-15).mean()  # or an eps float16 holds, such as 1e-4
+    ```
+
+    ## Fix safety
+    No automatic fix: the right eps depends on the values.
+
+    ## References
+    - [torch.finfo (float16: tiny 6.1e-05, smallest subnormal about 6e-08)](https://pytorch.org/docs/stable/type_info.html#torch.finfo)
+    """
+
+    code = "TP318"
+    name = "float16-vanishing-epsilon"
+    severity = Severity.INFO

@@ -1,4 +1,4 @@
-"""Static detector of constants float16 cannot hold (TP317)."""
+"""Static detectors of constants float16 cannot hold: too large (TP317), too small (TP318)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from torchport.findings import Finding, Fix, Safety
 from torchport.rules import dtype as R
 
 FLOAT16_MAX = 65504.0
+FLOAT16_SMALLEST = 5.96e-8  # the smallest positive float16 (a subnormal); less rounds to 0
 _FILLS = ("masked_fill", "masked_fill_", "fill_")
 
 
@@ -56,3 +57,42 @@ def _computes_in_float16(a: Analysis) -> bool:
     if ".half()" in source or "float16" in source or "torch.half" in source:
         return True
     return "autocast" in source and "bfloat16" not in source
+
+
+@detector(R.Float16VanishingEpsilon)
+def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
+    if "e-" not in a.source or not _computes_in_float16(a):
+        return
+    named = _named_numbers(a)
+    for node in a.of_type(ast.BinOp):
+        assert isinstance(node, ast.BinOp)
+        if not isinstance(node.op, ast.Add) or all(map(_literal, (node.left, node.right))):
+            continue  # `1e-30 + 1e-30j`: arithmetic on constants, no tensor
+        for side in (node.left, node.right):
+            value = named.get(side.id) if isinstance(side, ast.Name) else _number(side)
+            if value is not None and 0 < abs(value) < FLOAT16_SMALLEST:
+                yield R.Float16VanishingEpsilon.finding(
+                    f"`{a.text(side)}` ({value:g}) rounds to 0 in float16: where "
+                    f"`{a.name(node)}` is computed in float16 (this file computes in float16) "
+                    "the guard does nothing; compute it in float32 or use an eps float16 holds",
+                    a.loc(node),
+                    Fix("compute this in float32 (`.float()`), or use an eps of 1e-4 or more"),
+                )
+                break
+
+
+def _literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def _named_numbers(a: Analysis) -> dict[str, float]:
+    """Module-level names bound to a number (``EPS = 1e-15``); the last binding wins."""
+    out: dict[str, float] = {}
+    for stmt in a.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], _number(stmt.value)
+            if isinstance(target, ast.Name) and value is not None:
+                out[target.id] = value
+    return out
