@@ -23,11 +23,6 @@ from torchport.analyze.scope import loader_of
 from torchport.analyze.walk import children, descendants
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-# what a parameter nothing else describes holds, by its name (as `train(model, loader)`)
-_MODEL_NAMES = frozenset(
-    {"model", "net", "network", "module", "encoder", "decoder", "generator", "discriminator",
-     "critic", "actor", "policy", "classifier", "backbone", "netG", "netD", "teacher", "student"}
-)  # fmt: skip
 
 
 def hot_nodes(ctx: FileContext) -> set[ast.AST]:
@@ -109,7 +104,7 @@ def _is_step(ctx: FileContext, node: ast.AST) -> bool:
     callee = ctx.info(func)
     if callee is None:
         name = _named(func)
-        return name in _MODEL_NAMES or name.endswith("model")
+        return name in K.MODEL_NAMES or name.endswith("model")
     return callee.kind == K.MODULE
 
 

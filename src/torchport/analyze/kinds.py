@@ -237,6 +237,11 @@ NUMPY_FLOAT64 = {
     ]
 }
 RNG_FLOAT64 = {"standard_normal", "normal", "random", "uniform", "exponential"}
+# what a value nothing else describes holds, by the name it is held under (`train(model, ...)`)
+MODEL_NAMES = frozenset(
+    {"model", "net", "network", "module", "encoder", "decoder", "generator", "discriminator",
+     "critic", "actor", "policy", "classifier", "backbone", "netG", "netD", "teacher", "student"}
+)  # fmt: skip
 GRAD_SCALERS = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"}
 AUTOCASTS = {
     "torch.cuda.amp.autocast",

@@ -115,9 +115,10 @@ class Explainer:
         running = self._running()
         if running:
             lines.append(f"  while running {running}")
-        fix = self._fix(tensors, about_devices)
         if value_fix is not None and not about_devices:
             fix = value_fix
+        else:
+            fix = self._fix(tensors, about_devices)
         lines.append(f"  fix: {fix}")
         exc.args = (text + "\n".join(lines), *exc.args[1:])
         with contextlib.suppress(AttributeError):

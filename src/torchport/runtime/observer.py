@@ -20,7 +20,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.findings import Finding, Fix, Severity
-from torchport.rules.dtype import ImplicitFloat64Promotion, NonFiniteOpOutput
+from torchport.rules.dtype import DtypeErrorAtRunTime, ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
 from torchport.runtime import accumulate, losses, simdevices, simhost, simtensor, syncs, transfers
 from torchport.runtime.causes import library_cause
@@ -226,7 +226,7 @@ class Observer(TorchFunctionMode):
             finding = self.explainer.explain(exc, func, args, kwargs, site)
             # a dtype failure already told by a closer rule at this line (an integer input to
             # a float layer, a loss target of the wrong dtype) is not told twice
-            told = finding is not None and finding.code == "TP353"
+            told = finding is not None and finding.code == DtypeErrorAtRunTime.code
             if finding is not None and not (told and self.record.reported_at(site, "TP3")):
                 self.record.add_finding(finding, site)
         except Exception as internal:  # noqa: BLE001 - the user's exception must win
@@ -246,18 +246,14 @@ class Observer(TorchFunctionMode):
         user's line that made it. Only with an accelerator, where host results are few."""
         if type(out) is not torch.Tensor or out.device.type != "cpu":
             return
-        first = args[0] if args else None
-        if isinstance(first, (list, tuple)) and first:
-            first = first[0]
+        first = _first_argument(args)
         if isinstance(first, torch.Tensor) and self.provenance.get(out) is None:
             site = self.provenance.get(first)
             if site is not None:
                 self.provenance.record(out, site)
 
     def _count(self, args: tuple[Any, ...]) -> None:
-        first = args[0] if args else None
-        if isinstance(first, (list, tuple)) and first:
-            first = first[0]
+        first = _first_argument(args)
         if not isinstance(first, torch.Tensor):
             return
         kind = first.device.type
@@ -461,3 +457,11 @@ def _first_leaf_on_device(data: list[Any] | tuple[Any, ...]) -> bool:
 
 def _passthrough(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return func(*args, **kwargs)
+
+
+def _first_argument(args: tuple[Any, ...]) -> Any:
+    """An op's first argument, or the first item of it when it is a list (``torch.cat``)."""
+    first = args[0] if args else None
+    if isinstance(first, (list, tuple)) and first:
+        return first[0]
+    return first

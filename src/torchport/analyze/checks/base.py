@@ -149,7 +149,7 @@ class Analysis(FileContext):
 
         if any(attr in _PLACING_METHODS for attr in self._calls_by_method):
             return True
-        if any(_last_name(call.func) in _PLACING_CALLS for call in self.calls):
+        if any(last_name(call.func) in _PLACING_CALLS for call in self.calls):
             return True
         return any(
             isinstance(node, ast.Constant)
@@ -264,7 +264,8 @@ _PLACING_CALLS = frozenset(
 )
 
 
-def _last_name(func: ast.expr) -> str | None:
+def last_name(func: ast.expr) -> str | None:
+    """``f`` of ``f(...)``, ``obj.f(...)`` or ``a.b.f(...)``; None for other callees."""
     if isinstance(func, ast.Name):
         return func.id
     return func.attr if isinstance(func, ast.Attribute) else None

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
 from torchport.analyze.context import walk_local
 from torchport.analyze.edits import location
@@ -86,7 +86,7 @@ def _copied_before_move(a: Analysis) -> Iterator[Finding]:
         return
     copiers = _copiers(a)
     for call in a.calls:
-        name = _last_name(call.func)
+        name = last_name(call.func)
         if name == "deepcopy" and a.qualname(call.func) == "copy.deepcopy":
             index = 0
         elif name in copiers:
@@ -111,10 +111,6 @@ def _copied_before_move(a: Analysis) -> Iterator[Finding]:
             Fix(f"make the copy after `{model.id}` is moved to the device"),
             related=(a.loc(move),),
         )
-
-
-def _last_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def _copiers(a: Analysis) -> dict[str, int]:

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import ast
 
+from torchport.analyze import kinds as K
 from torchport.analyze.flow import torchapi
 from torchport.analyze.flow.interp import Frame, Interp
 from torchport.analyze.flow.program import FuncInfo
 from torchport.analyze.flow.values import UNKNOWN, Kind, OKind, Place, Val, tensor
 from torchport.analyze.walk import descendants
 
-MODULE_NAMES = frozenset(
-    {"model", "net", "network", "module", "encoder", "decoder", "generator", "discriminator",
-     "critic", "actor", "policy", "classifier", "backbone", "netG", "netD", "G", "D", "teacher",
-     "student", "criterion", "loss_fn", "loss_func", "loss_function"}
-)  # fmt: skip
+MODULE_NAMES = K.MODEL_NAMES | {
+    "G", "D", "criterion", "loss_fn", "loss_func", "loss_function"
+}  # fmt: skip
 TENSOR_USES = frozenset(
     {"shape", "size", "view", "reshape", "unsqueeze", "squeeze", "dim", "ndim", "transpose",
      "permute", "masked_fill", "new_zeros", "new_ones", "matmul", "float", "long", "sum", "mean",
