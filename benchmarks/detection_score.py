@@ -18,8 +18,11 @@ that no expectation names (these may be real second problems; they are listed fo
 
     OMP_NUM_THREADS=1 python benchmarks/detection_score.py [--tool check|run|both] [--only TEXT]
         [--json] [--jobs N] [--timeout S] [--verbose] [--cases DIR] [--at-line-only]
+        [--real-device]
 
 `--cases DIR` scores a corpus in the same layout kept outside the project (a held-out set).
+`--real-device` runs plain `torchport run` instead of `run --simulate cuda`: on a GPU machine the
+programs then run on the GPU, which measures `run` as a user with a GPU meets it.
 
 `check` runs once over the whole corpus (one process, JSON output); `run --simulate cuda` runs
 each program in its own process, several at a time, each with a time limit.
@@ -45,6 +48,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "detection" / "cases"
+SIMULATE = ["--simulate", "cuda"]
 AREAS = ("device placement", "transfer & sync", "dtype", "AMP", "porting & distributed")
 ANY = "any"
 _EXPECT = re.compile(r"#\s*expect(?:\[(?P<group>[\w-]+)\])?\s*:\s*(?P<codes>.+?)\s*$")
@@ -202,11 +206,11 @@ def run_check(cases: list[Case]) -> dict[str, list[Finding]]:
     return {c.name: by_path.get(c.path.resolve(), []) for c in cases}
 
 
-def run_one(case: Case, timeout: float) -> RunOutcome:
-    """`torchport run --simulate cuda` on one case, in a scratch folder, with a time limit."""
+def run_one(case: Case, timeout: float, simulate: bool = True) -> RunOutcome:
+    """`torchport run --simulate cuda` (or plain `run`) on one case, in a scratch folder."""
     with tempfile.TemporaryDirectory(prefix="tp-score-") as scratch:
         report = Path(scratch) / "report.json"
-        command = [*_python(), "run", "--simulate", "cuda", "--output-format", "json"]
+        command = [*_python(), "run", *SIMULATE * simulate, "--output-format", "json"]
         command += ["--report", str(report), str(case.path)]
         try:
             done = subprocess.run(
@@ -224,9 +228,11 @@ def run_one(case: Case, timeout: float) -> RunOutcome:
         return RunOutcome(by_path.get(case.path.resolve(), []), problem)
 
 
-def run_all(cases: list[Case], jobs: int, timeout: float) -> dict[str, RunOutcome]:
+def run_all(
+    cases: list[Case], jobs: int, timeout: float, simulate: bool = True
+) -> dict[str, RunOutcome]:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        outcomes = pool.map(lambda c: run_one(c, timeout), cases)
+        outcomes = pool.map(lambda c: run_one(c, timeout, simulate), cases)
         return {c.name: o for c, o in zip(cases, outcomes, strict=True)}
 
 
@@ -362,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         "--at-line-only", action="store_true",
         help="count a finding only on its own line, not where it says the value was made",
     )  # fmt: skip
+    parser.add_argument(
+        "--real-device", action="store_true",
+        help="plain `run`, without --simulate cuda: on a GPU machine, the programs use the GPU",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         cases = load_cases(args.only, args.cases.resolve())
@@ -377,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     if "check" in tools:
         results["check"] = run_check(cases)
     if "run" in tools:
-        outcomes = run_all(cases, args.jobs, args.timeout)
+        outcomes = run_all(cases, args.jobs, args.timeout, not args.real_device)
         results["run"] = {name: o.findings for name, o in outcomes.items()}
         problems = {name: o.problem for name, o in outcomes.items() if o.problem}
     areas, alarms = score(cases, results, args.at_line_only)

@@ -115,7 +115,10 @@ def test_the_suites_pytest_is_immune_to_a_plugin_the_machine_brings(tmp_path: Pa
     (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
     (project / "test_ok.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
     [suite] = [s for s in gpu.steps(sys.executable, ROOT, tmp_path) if s.name == "suite"]
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    # This suite itself runs isolated under dev.py gpu: the plain run must not inherit that.
+    outer = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+    env = {k: v for k, v in os.environ.items() if k not in outer}
+    env["PYTHONPATH"] = str(site)
     plain = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=project,

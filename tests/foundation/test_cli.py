@@ -98,17 +98,23 @@ def test_the_listing_summaries_are_the_subcommands_own() -> None:
     assert listed == SUBCOMMANDS
 
 
-def test_check_imports_neither_other_subcommands_nor_unused_renderers(tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text("x = 1\n", encoding="utf-8")
+def _imported_by_check(folder: Path, *options: str) -> set[str]:
+    """The modules ``check`` imports, beyond those the interpreter had at startup (a machine's
+    site hooks, .pth files and editable installs may import shutil, tempfile or rich early)."""
+    (folder / "t.py").write_text("x = 1\n", encoding="utf-8")
     probe = (
-        "import sys\nfrom torchport.cli import main\n"
-        "assert main(['check', '--output-format', 'json', 't.py']) == 0\n"
-        "print(' '.join(sorted(sys.modules)))"
+        "import sys\nbefore = set(sys.modules)\nfrom torchport.cli import main\n"
+        f"assert main(['check', *{list(options)!r}, 't.py']) == 0\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=folder
     )
-    loaded = set(out.stdout.strip().splitlines()[-1].split())
+    return set(out.stdout.strip().splitlines()[-1].split())
+
+
+def test_check_imports_neither_other_subcommands_nor_unused_renderers(tmp_path: Path) -> None:
+    loaded = _imported_by_check(tmp_path, "--output-format", "json")
     assert {"torchport.cli.check", "torchport.report.json_format"} <= loaded
     unexpected = {"torchport.cli.run", "torchport.cli.port", "torchport.cli.doctor",
                   "torchport.cli.bench", "torchport.report.sarif", "torchport.report.terminal",
@@ -118,16 +124,7 @@ def test_check_imports_neither_other_subcommands_nor_unused_renderers(tmp_path: 
 
 
 def test_text_output_to_a_pipe_imports_no_rich(tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text("x = 1\n", encoding="utf-8")
-    probe = (
-        "import sys\nfrom torchport.cli import main\n"
-        "assert main(['check', 't.py']) == 0\n"
-        "print(' '.join(sorted(sys.modules)))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
-    )
-    loaded = set(out.stdout.strip().splitlines()[-1].split())
+    loaded = _imported_by_check(tmp_path)
     assert "torchport.report.terminal" in loaded
     assert not any(name.startswith("rich") for name in loaded)
 

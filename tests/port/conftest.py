@@ -92,14 +92,25 @@ def corpus_runs(corpus_copies: dict[str, Path]) -> Runs:
     originals under ``--simulate cuda``."""
     python = sys.executable
 
-    def runner(group: str, programs: list[list[str]], *options: str) -> list[subprocess.Popen[str]]:
+    def runner(
+        group: str, programs: list[list[str]], *options: str, **env: str
+    ) -> list[subprocess.Popen[str]]:
         root = corpus_copies[group]
-        return [start([python, str(RUNNER), *options, str(root), *p], root) for p in programs]
+        return [
+            start([python, str(RUNNER), *options, str(root), *p], root, **env) for p in programs
+        ]
 
     reports = corpus_copies["simulated"] / "reports"
     reports.mkdir()
     processes = {
-        "original": runner("original", [ALL]),
+        # The CPU programs' originals are what their authors ran: CPU runs, also on a GPU
+        # machine, where some of them would otherwise reach for CUDA (nn.DataParallel over
+        # every visible GPU with the model left on the CPU, amp switched on by
+        # torch.cuda.is_available()). The device-aware originals keep the GPU.
+        "original": [
+            *runner("original", [PROGRAMS], CUDA_VISIBLE_DEVICES=""),
+            *runner("original", [AWARE]),
+        ],
         "ported": runner("ported", [ALL]),
         "bf16": runner("bf16", [PROGRAMS]),
         "simulated": runner(

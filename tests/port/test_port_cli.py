@@ -41,7 +41,7 @@ def test_diff_is_the_default_and_writes_nothing(
 def test_write_applies_the_port_once(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["port", "--write", str(script)]) == 0
     ported = script.read_text()
-    assert "x = torch.randn(4, 3, device=device)" in ported
+    assert "x = torch.randn(4, 3).to(device)" in ported
     assert "wrote 1 file(s)" in capsys.readouterr().err
     assert main(["port", "--write", str(script)]) == 0
     assert script.read_text() == ported
@@ -65,7 +65,7 @@ def test_bad_input_is_skipped_with_one_line_and_the_rest_is_ported(
     [line] = [line for line in out.splitlines() if "TP100" in line]
     assert message in line and f"{bad} was not ported" in line
     assert bad.read_bytes() == content
-    assert "x = torch.randn(4, 3, device=device)" in script.read_text()
+    assert "x = torch.randn(4, 3).to(device)" in script.read_text()
 
 
 def test_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,7 +88,7 @@ def test_json_output_carries_the_diff_and_the_notes(
     assert main(["port", "--output-format", "json", str(script)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["command"] == "port"
-    assert "+x = torch.randn(4, 3, device=device)" in report["facts"]["diff"]
+    assert "+x = torch.randn(4, 3).to(device)" in report["facts"]["diff"]
     assert report["facts"]["files changed"] == 1
 
 

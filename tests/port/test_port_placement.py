@@ -38,8 +38,8 @@ def test_targets_a_helper_compares_with_predictions_move_where_they_are_made() -
             print(accuracy(model(x), y))
         """
     )
-    assert "y = torch.randint(0, 3, (16,), device=device)" in after
-    assert "x = torch.randn(16, 4, device=device)" in after
+    assert "y = torch.randint(0, 3, (16,)).to(device)" in after
+    assert "x = torch.randn(16, 4).to(device)" in after
     assert "def accuracy(logits, targets):\n" in after  # the helper itself is left alone
 
 
@@ -120,7 +120,7 @@ def test_lengths_of_a_packed_sequence_stay_on_the_host() -> None:
         print(model(x, lengths).shape)
         """
     )
-    assert "x = torch.randn(3, 5, 4, device=device)" in after
+    assert "x = torch.randn(3, 5, 4).to(device)" in after
     assert "lengths = torch.tensor([5, 3, 2])\n" in after
 
 
@@ -251,7 +251,7 @@ def test_non_tensors_are_not_given_to() -> None:
         """
     )
     assert "self.opt = torch.optim.SGD(self.parameters(), lr=0.1)" in after  # not a buffer
-    assert "inputs = (torch.randn(2, 3, device=device), torch.randn(2, 3, device=device))" in after
+    assert "inputs = (torch.randn(2, 3).to(device), torch.randn(2, 3).to(device))" in after
     assert "2.0.to(" not in after and "scale.to(" not in after
 
 
@@ -311,7 +311,7 @@ def test_a_corpus_batchified_once_moves_once() -> None:
             loss = nn.functional.cross_entropy(model(data).view(-1, 10), targets)
         """
     )
-    assert "ids = torch.randint(0, 10, (200,), device=device)" in after
+    assert "ids = torch.randint(0, 10, (200,)).to(device)" in after
     assert "data, targets = get_batch(train_data, i)\n" in after  # nothing moved per step
 
 
@@ -378,4 +378,4 @@ def test_files_of_a_package_are_ported_together() -> None:
     ported = {r.path: r.after for r in results}
     assert "torch.randn(h.shape, device=h.device)" in ported["pkg/model.py"]
     assert "net = Net().to(device)" in ported["pkg/train.py"]
-    assert "print(net(torch.randn(2, 3, device=device)).sum().item())" in ported["pkg/train.py"]
+    assert "print(net(torch.randn(2, 3).to(device)).sum().item())" in ported["pkg/train.py"]

@@ -44,6 +44,9 @@ DEVICE_RNG = {
     "regression_poly_features.py": Tolerance(0.05, 0.0, "inputs drawn per batch: 2.5%"),
     "simclr_ntxent.py": Tolerance(0.45, 0.0, "augmentation noise and masks: 22%"),
     "-m:pkg_app.train": Tolerance(0.12, 0.0, "noise added in forward: 6%"),
+    # device-aware: on a CUDA machine its original samples on the GPU, the simulated port on
+    # the CPU (measured 2026-11-26 after a GPU run failed it at the 1e-2 default)
+    "aware/reinforce_device.py": Tolerance(1.0, 0.0, "actions sampled on the device: 49%"),
 }
 
 
@@ -73,6 +76,8 @@ def result_tolerance(program: str, *, on_gpu: bool) -> Tolerance:
     """How close two results of ``program`` must be: one of them ran on a real GPU or not."""
     if not on_gpu:
         return SAME_KERNELS
+    if program in AMP_SKIPS:  # float16 and loss scaling switch on with CUDA, as simulated
+        return AMP_SKIPS[program]
     return DEVICE_RNG.get(program, GPU)
 
 
@@ -89,6 +94,8 @@ def simulated_tolerance(program: str) -> Tolerance:
 def bf16_tolerance(program: str) -> Tolerance:
     """The --amp bf16 port against the float32 original; on a CUDA machine the port also
     draws its device-side random numbers from CUDA's generator."""
+    if ON_GPU and program in AMP_SKIPS:  # left as it is: its own float16 amp runs on CUDA
+        return AMP_SKIPS[program]
     bf16 = BF16_LOOSER.get(program, BF16)
     rng = DEVICE_RNG.get(program) if ON_GPU else None
     if rng is None or rng.rel <= bf16.rel:

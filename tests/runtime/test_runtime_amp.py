@@ -127,6 +127,17 @@ def _step_without_update() -> None:
         scaler.step(opt)  # TP310
 
 
+def _unscale_every_micro_batch() -> None:
+    model, opt = _setup()
+    scaler = torch.amp.GradScaler("cuda")
+    for i in range(2):
+        scaler.scale(_loss(model) / 2).backward()
+        scaler.unscale_(opt)  # TP354
+        if i % 2 == 1:
+            scaler.step(opt)
+            scaler.update()
+
+
 def _scaled_loss_discarded() -> None:
     model, opt = _setup()
     scaler = torch.amp.GradScaler("cuda")
@@ -184,6 +195,7 @@ def _deprecated_apis() -> None:
         (_optimizer_step_bypasses_scaler, {("TP309", _line("TP309"))}),
         (_step_without_update, {("TP310", _line("TP310"))}),
         (_scaled_loss_discarded, {("TP314", _line("TP314"))}),
+        (_unscale_every_micro_batch, {("TP354", _line("TP354"))}),
         (_float16_without_scaler, {("TP312", _line("autocast-region"))}),
         (_bf16_with_scaler, {("TP308", _line("autocast-region"))}),
         (_half_model_with_scaler, {("TP306", _line("TP306"))}),

@@ -55,3 +55,31 @@ def test_float32_input_to_float16_weights_is_reported_with_both_dtypes() -> None
         F.linear(torch.randn(4, 3, device="cuda"), weight)
     [found] = _dtype_errors(w)
     assert "float32" in found.message and "float16" in found.message
+
+
+def _probabilities() -> tuple[torch.Tensor, torch.Tensor]:
+    model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Sigmoid()).to("cuda")
+    return model(torch.randn(4, 3, device="cuda")), torch.rand(4, 1, device="cuda")
+
+
+def test_bce_under_device_autocast_fails_as_cuda_autocast_refuses_it() -> None:
+    refused = pytest.raises(RuntimeError, match="unsafe to autocast")
+    with watch("cuda") as w, refused, torch.autocast(device_type="cuda", dtype=torch.float16):
+        probs, target = _probabilities()
+        torch.nn.BCELoss()(probs, target)  # refused here
+    [found] = _dtype_errors(w)
+    assert found.location is not None and found.location.line == _line("# refused here")
+    assert found.fix is not None and "BCEWithLogitsLoss" in found.fix.title
+
+
+def test_bce_runs_where_autocast_is_switched_off_or_on_the_host() -> None:
+    with watch("cuda") as w:
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            probs, target = _probabilities()
+            with torch.autocast(device_type="cuda", enabled=False):
+                inside = F.binary_cross_entropy(probs.float(), target)
+        outside = F.binary_cross_entropy(probs.float(), target)
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            host = F.binary_cross_entropy(torch.rand(4), torch.rand(4))
+    assert torch.isfinite(inside) and torch.isfinite(outside) and torch.isfinite(host)
+    assert _dtype_errors(w) == []

@@ -6,7 +6,8 @@ decides how the code says so at each site:
 - a module the program builds gets ``.to(device)`` where it is built;
 - a factory gets ``device=`` (in ``forward``: an input's device; in a helper called from
   ``forward``: a ``device`` parameter threaded from the caller); a tensor made in a module's
-  ``__init__`` becomes a buffer; data made from NumPy gets ``.to(device)``;
+  ``__init__`` becomes a buffer; data made from NumPy, and a random draw made once, get
+  ``.to(device)`` (the CPU generator's numbers, as in the original);
 - a batch moves where the loop (or ``next()``) binds it; a value that must stay on the host
   moves where it is used; a value a host-only use needs gets ``.cpu()`` there.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from torchport.analyze.checks.base import last_name
 from torchport.analyze.flow.events import Draw
 from torchport.analyze.flow.program import FuncInfo, Role, Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, Val
@@ -30,6 +32,17 @@ NO_DEVICE_PARAMETER = frozenset(
     {"torch.from_numpy", "torch.Tensor", "torch.FloatTensor", "torch.DoubleTensor",
      "torch.LongTensor", "torch.IntTensor", "torch.ByteTensor", "torch.BoolTensor",
      "torch.HalfTensor", "torch.frombuffer", "torch.ShortTensor", "torch.CharTensor"}
+)  # fmt: skip
+# Draws from torch's global generator. CUDA's generator gives other numbers than the CPU's, so
+# a draw moved to the device changes the program's data, and every later CPU draw (the weights'
+# initialisation, the shuffles) shifts with it. A draw made once is drawn on the host and
+# copied: the ported program then computes on the numbers the original did.
+RANDOM_FACTORIES = frozenset(
+    {"torch.randn", "torch.rand", "torch.randint", "torch.randperm", "torch.normal"}
+)
+# where code runs again and again (a comprehension's element runs once per item)
+LOOPS = (
+    ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp
 )  # fmt: skip
 
 
@@ -181,8 +194,12 @@ class Planner:
         given = next((k for k in node.keywords if k.arg == "device"), None)
         if given is not None:
             plan.edits.append(text.replace(unit.ctx, given.value, device))
-        elif qual in NO_DEVICE_PARAMETER or any(k.arg == "generator" for k in node.keywords):
-            # from NumPy data, or drawn from a CPU generator: the same values, then copied
+        elif (
+            qual in NO_DEVICE_PARAMETER
+            or any(k.arg == "generator" for k in node.keywords)
+            or (qual in RANDOM_FACTORIES and Role.MODEL not in roles and _drawn_once(unit, node))
+        ):
+            # from NumPy data, or drawn from a CPU generator or once: the same values, copied
             plan.edits.extend(text.method_suffix(unit.ctx, node, f".to({device})"))
         else:
             plan.edits.append(_add_keyword(unit, node, f"device={device}"))
@@ -348,3 +365,17 @@ def _bound_value(planner: Planner, node: ast.AST, name: str) -> Val | None:
             if isinstance(sub, ast.Name) and sub.id == name and id(sub) in values:
                 return values[id(sub)]
     return None
+
+
+def _drawn_once(unit: Unit, node: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
+    """The code at ``node`` runs once: in no loop, in a function only called from such code."""
+    ctx = unit.ctx
+    for up in ctx.ancestors(node):
+        if isinstance(up, (*LOOPS, ast.Lambda)):
+            return False
+        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef):
+            if up.name in seen:  # recursion
+                return False
+            callers = [c for c in ctx.calls if last_name(c.func) == up.name]
+            return all(_drawn_once(unit, c, seen | {up.name}) for c in callers)
+    return True

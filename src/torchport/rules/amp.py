@@ -246,3 +246,82 @@ class AutocastOnHostOnly(Rule):
     code = "TP316"
     name = "autocast-on-host-only"
     severity = Severity.WARNING
+
+
+@register
+class CheckpointWithoutScalerState(Rule):
+    """## What it does
+    Flags a checkpoint dict saved with `torch.save` that holds an optimizer's `state_dict()`
+    but not the GradScaler's, in a file that makes a GradScaler and never saves or loads the
+    scaler's state.
+
+    ## Why is this bad?
+    A resumed run starts from the initial loss scale (65536): the first steps after every
+    resume overflow and are skipped until the scale adapts again, and the training no longer
+    continues where it stopped.
+
+    ## Example
+    ```python
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+    ```
+
+    ## Use instead
+    ```python
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scaler": scaler.state_dict()}, path)
+    # on resume: scaler.load_state_dict(checkpoint["scaler"])
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP319"
+    name = "checkpoint-without-scaler-state"
+    severity = Severity.WARNING
+
+
+# --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
+
+
+@register
+class UnscaleTwiceBeforeUpdate(Rule):
+    """## What it does
+    Reports, at run time, `scaler.unscale_(optimizer)` called a second time for the same
+    optimizer with no `scaler.update()` since the first: once per micro-batch of a gradient
+    accumulation, or after an iteration that skipped its update.
+
+    ## Why is this bad?
+    torch raises "unscale_() has already been called on this optimizer since the last
+    update()". The program runs on the CPU, where the scaler is disabled, and fails on the
+    first GPU run.
+
+    ## Example
+    ```python
+    for i, (x, y) in enumerate(loader):
+        scaler.scale(loss_fn(model(x), y) / accum).backward()
+        scaler.unscale_(optimizer)  # every micro-batch
+        clip_grad_norm_(model.parameters(), 1.0)
+        if (i + 1) % accum == 0:
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    for i, (x, y) in enumerate(loader):
+        scaler.scale(loss_fn(model(x), y) / accum).backward()
+        if (i + 1) % accum == 0:
+            scaler.unscale_(optimizer)  # once, just before the step
+            clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP354"
+    name = "unscale-twice-before-update"
+    severity = Severity.ERROR

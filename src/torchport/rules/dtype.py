@@ -297,11 +297,16 @@ class OptimizerStepBypassesScaler(Rule):
 @register
 class GradScalerWithoutUpdate(Rule):
     """## What it does
-    Flags `scaler.step(optimizer)` in a function that never calls `scaler.update()`.
+    Flags `scaler.step(optimizer)` in a function that never calls `scaler.update()`, and a
+    `continue` or `return` that leaves the step after `scaler.unscale_(optimizer)` and before
+    `scaler.update()` (a step skipped when the gradient norm is too large).
 
     ## Why is this bad?
     The scale factor never adapts: after one overflow every later step is skipped, or the
-    scale stays too small and gradients underflow.
+    scale stays too small and gradients underflow. After a skipped update the next
+    `unscale_` raises: "unscale_() has already been called on this optimizer since the last
+    update()". Skipping after the scaled backward but before `unscale_` (gradient
+    accumulation) is fine.
 
     ## Example
     ```python
@@ -426,8 +431,9 @@ class DtypeErrorAtRunTime(Rule):
     Reports, at run time, an op that failed because of its dtypes: tensors of different
     dtypes where one is needed (float32 input to float16 weights, a Half and a Float operand of
     one matmul), a value that does not fit the tensor's dtype (`masked_fill(mask, -1e9)` on a
-    float16 tensor), or a kernel the device lacks for the dtype (integer matmul on CUDA, which
-    `--simulate cuda` reproduces on the CPU).
+    float16 tensor), a kernel the device lacks for the dtype (integer matmul on CUDA), or an
+    op CUDA autocast refuses (`BCELoss` on float16 probabilities); `--simulate cuda` reproduces
+    the last two on the CPU.
 
     ## Why is this bad?
     Such code often runs on the CPU in float32 and fails only on the GPU path: where the model

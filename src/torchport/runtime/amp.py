@@ -11,7 +11,8 @@ wherever the code is (a helper, a trainer class, a callback), because it watches
 - TP310: ``scaler.step()`` runs twice with no ``scaler.update()`` between;
 - TP311: gradients are clipped after a scaled backward and before ``unscale_``;
 - TP312: a loss computed under float16 autocast is backpropagated with no scaler;
-- TP314: ``scaler.scale(loss)`` whose result never reaches ``backward()``.
+- TP314: ``scaler.scale(loss)`` whose result never reaches ``backward()``;
+- TP354: ``scaler.unscale_(optimizer)`` a second time with no ``scaler.update()`` between.
 
 Only enabled scalers count: a scaler made with ``enabled=False`` (AMP off on this machine) passes
 everything through, and so does this module. Each check runs before the call it watches, so a
@@ -38,6 +39,7 @@ from torchport.rules.amp import (
     ClipWithoutUnscale,
     Float16AutocastWithoutScaler,
     ScaledLossDiscarded,
+    UnscaleTwiceBeforeUpdate,
 )
 from torchport.rules.dtype import (
     BackwardInsideAutocast,
@@ -77,6 +79,7 @@ class _ScalerState:
     backward_scaled: bool = False
     unscaled: bool = False
     stepped: set[int] = field(default_factory=set)  # id() of the optimizers it stepped
+    unscaled_for: set[int] = field(default_factory=set)  # id() of the optimizers unscaled
 
 
 class AmpMonitor:
@@ -194,6 +197,17 @@ class AmpMonitor:
         if state is None:
             return
         state.unscaled = True
+        if id(optimizer) in state.unscaled_for:
+            self._report(
+                UnscaleTwiceBeforeUpdate,
+                "scaler.unscale_() runs again for this optimizer with no scaler.update() since "
+                "the last one (torch raises here): unscale once per step, just before "
+                "clipping, and update after every unscale, also on a skipped step",
+                user_site("scaler.unscale_"),
+                "move unscale_ next to scaler.step(); call scaler.update() before any "
+                "continue/return that skips the step",
+            )
+        state.unscaled_for.add(id(optimizer))
         half = [p for p in _parameters(optimizer) if p.grad is not None]
         if any(p.grad.dtype == torch.float16 for p in half if p.grad is not None):
             self._report(

@@ -26,6 +26,10 @@ _VALUE_FIXES = {
         "compute this op in float32."
     ),
     "not implemented for": "compute it in a dtype the device has a kernel for (.float()).",
+    "unsafe to autocast": (
+        "drop the sigmoid and apply BCEWithLogitsLoss (binary_cross_entropy_with_logits) to "
+        "the logits, which autocast runs in float32."
+    ),
 }
 
 

@@ -1,8 +1,9 @@
-"""Kernels CUDA lacks for some dtypes: under ``--simulate cuda`` such an op fails as on a GPU.
+"""Kernels CUDA lacks or refuses: under ``--simulate cuda`` such an op fails as on a GPU.
 
 The simulated device computes on the CPU, which has kernels CUDA does not: an integer matrix
 product (``adj @ one_hot`` of two int64 tensors) runs on the CPU and stops on a GPU with
-'"addmm_cuda" not implemented for 'Long''. The check is one set look-up per op.
+'"addmm_cuda" not implemented for 'Long''. Simulated CUDA autocast runs as CPU autocast, which
+allows ``binary_cross_entropy``; CUDA autocast refuses it. The check is one set look-up per op.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ INTEGER_MATMULS: dict[Any, str] = {
     _aten.addmv.default: "addmv_impl_cuda",
     _aten.dot.default: "dot",
 }
+# aten ops CUDA autocast refuses to run (a float16 sigmoid output's log saturates)
+BANNED_UNDER_AUTOCAST = frozenset({_aten.binary_cross_entropy.default})
+CHECKED = frozenset(INTEGER_MATMULS) | BANNED_UNDER_AUTOCAST
+# Whether each simulated-device autocast region entered and not yet left is enabled, innermost
+# last (simulate.py keeps it): inside the op, autocast's own TLS reads as off.
+device_autocast: list[bool] = []
 _NAMES = {
     torch.int64: "Long",
     torch.int32: "Int",
@@ -34,7 +41,15 @@ _NAMES = {
 
 
 def check(func: Any, args: tuple[Any, ...]) -> None:
-    """Raise as CUDA does when a matrix product of simulated tensors is of an integer dtype."""
+    """Raise as CUDA does: an integer matrix product, or an op CUDA autocast refuses."""
+    if func in BANNED_UNDER_AUTOCAST:
+        if device_autocast and device_autocast[-1]:
+            raise RuntimeError(
+                "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
+                "autocast (torchport --simulate: CUDA autocast refuses them; apply "
+                "binary_cross_entropy_with_logits or BCEWithLogitsLoss to the logits instead)"
+            )
+        return
     first = args[0] if args else None
     if isinstance(first, torch.Tensor) and first.dtype in _NAMES:
         kernel = INTEGER_MATMULS[func]

@@ -113,7 +113,7 @@ class SimTensor(torch.Tensor):
         # The hot path of --simulate: nearly every op of a model already on the simulated device
         # takes the fast path; anything else (CPU tensors, lists of tensors, devices) is checked
         # in full below.
-        if func in simkernels.INTEGER_MATMULS:
+        if func in simkernels.CHECKED:
             simkernels.check(func, args)
         out = _fast_dispatch(func, args, kwargs)
         if out is not _SLOW:

@@ -20,6 +20,7 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
+from torchport.runtime import simkernels
 from torchport.runtime.simdevices import device_error
 from torchport.runtime.simload import save_load_patches
 from torchport.runtime.simparallel import comm_patches, process_group_patches
@@ -174,7 +175,10 @@ class Simulation:
         else:
             patches += [(torch.backends.mps, "is_available", lambda: True)]
             patches += [(torch.mps, "synchronize", self._synchronize)]
-        patches += [(torch.amp.autocast_mode.autocast, "__init__", self._autocast_init())]
+        autocast = torch.amp.autocast_mode.autocast
+        patches += [(autocast, "__init__", self._autocast_init())]
+        patches += [(autocast, "__enter__", _counted_enter(autocast.__enter__))]
+        patches += [(autocast, "__exit__", _counted_exit(autocast.__exit__))]
         patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
         patches += [(torch.nn.Module, "_apply", _keep_parameters(torch.nn.Module._apply))]
         patches += [(torch.nn.Module, "to", _index_as_device(torch.nn.Module.to, self.kind))]
@@ -283,11 +287,33 @@ class Simulation:
                 if (args[0] if args else kwargs.get("dtype")) is None:
                     args = args[1:]
                     kwargs = {**kwargs, "dtype": torch.get_autocast_dtype(kind)}
+                obj._torchport_device_region = True
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 original(obj, device_type, *args, **kwargs)
 
         return init
+
+
+def _counted_enter(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Keep the simulated device's autocast regions, enabled or not (simkernels reads them)."""
+
+    def enter(region: Any) -> Any:
+        entered = original(region)
+        if getattr(region, "_torchport_device_region", False):
+            simkernels.device_autocast.append(bool(region._enabled))
+        return entered
+
+    return enter
+
+
+def _counted_exit(original: Callable[..., Any]) -> Callable[..., Any]:
+    def exit_(region: Any, *exc: Any) -> Any:
+        if getattr(region, "_torchport_device_region", False) and simkernels.device_autocast:
+            simkernels.device_autocast.pop()
+        return original(region, *exc)
+
+    return exit_
 
 
 def _index_as_device(original: Callable[..., Any], kind: str) -> Callable[..., Any]:

@@ -2,6 +2,7 @@
 
 from torchport.analyze.checks import (
     amp,
+    amp_checkpoint,
     checkpoint_keys,
     device,
     device_api,
@@ -20,6 +21,7 @@ __all__ = [
     "DETECTORS",
     "Analysis",
     "amp",
+    "amp_checkpoint",
     "checkpoint_keys",
     "detector",
     "device",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
-from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar, made_at
 from torchport.analyze.context import walk_local
 from torchport.analyze.edits import location
 from torchport.analyze.flow.values import Origin
@@ -195,7 +195,7 @@ def _unmoved_losses(a: Analysis) -> Iterator[Finding]:
                 f"device outputs; move it with the model (`{a.name(made)}.to(device)`)",
                 a.loc(made),
                 Fix("move the loss module to the device: `.to(device)`"),
-                related=_made_at(a, value) if isinstance(value, ast.Name) else (),
+                related=made_at(a, value) if isinstance(value, ast.Name) else (),
             )
 
 
@@ -271,26 +271,9 @@ def _local(a: Analysis) -> Iterator[tuple[Finding, ast.AST]]:
             message,
             a.loc(node),
             Fix("create the CPU operand on the device (`device=...`) or `.to(device)` it"),
-            related=_made_at(a, cpu.node),
+            related=made_at(a, cpu.node),
         )
         yield finding, node
-
-
-def _made_at(a: Analysis, node: ast.AST) -> tuple[Location, ...]:
-    """Where a CPU operand got its value, when on another line: the assignment of a variable,
-    or the ``return`` values of a same-file helper it was called from."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        helper = a.functions.get(node.func.id)
-        if helper is None:
-            return ()
-        returned = [n.value for n in walk_local(helper) if isinstance(n, ast.Return) and n.value]
-        return tuple(a.loc(value) for value in returned)
-    if not isinstance(node, ast.Name):
-        return ()
-    bound = assigned_value(a, node, node.lineno)
-    if bound is None or bound.lineno == node.lineno:
-        return ()
-    return (a.loc(bound),)
 
 
 def _candidates(a: Analysis) -> Iterator[tuple[ast.AST, str, list[_Operand]]]:

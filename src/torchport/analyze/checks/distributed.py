@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.checks.values import assigned_value, made_at
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.edits import replace_node
 from torchport.analyze.infer import keyword
@@ -177,12 +177,11 @@ def unguarded_checkpoint_save(a: Analysis) -> Iterator[Finding]:
     # Judged per function: the one that starts the process group (or wraps the model in DDP)
     # is where an unguarded save runs on every rank, and so are the same-file functions and
     # methods (a checkpoint callback) it calls without a rank check.
-    distributed = {
-        a.function_of(c) for c in a.call_named("torch.distributed.init_process_group", _DDP)
-    }
-    distributed |= _called_unguarded(a, distributed)
+    starts = {a.function_of(c) for c in a.call_named("torch.distributed.init_process_group", _DDP)}
+    called = _called_unguarded(a, starts)  # helper -> where the job calls it, unguarded
     for call in a.call_named("torch.save"):
-        if a.function_of(call) not in distributed:
+        func = a.function_of(call)
+        if func not in starts and func not in called:
             continue
         if any(_is_guard(a, up) for up in a.ancestors(call)) or _returned_unless_main(a, call):
             continue
@@ -193,6 +192,7 @@ def unguarded_checkpoint_save(a: Analysis) -> Iterator[Finding]:
             "`if dist.get_rank() == 0:`",
             a.loc(call),
             Fix("save only on rank 0"),
+            related=tuple(a.loc(site) for site in called.get(func, ())),
         )
 
 
@@ -240,9 +240,10 @@ def _writes_temporary_file(a: Analysis, save: ast.Call) -> bool:
     )
 
 
-def _called_unguarded(a: Analysis, callers: set[Func | None]) -> set[Func | None]:
-    """Same-file functions and methods that ``callers`` call outside any rank check."""
-    out: set[Func | None] = set()
+def _called_unguarded(a: Analysis, callers: set[Func | None]) -> dict[Func | None, list[ast.Call]]:
+    """Same-file functions and methods that ``callers`` call outside any rank check, with the
+    calls."""
+    out: dict[Func | None, list[ast.Call]] = {}
     for caller in callers:
         root = caller or a.tree
         for node in walk_local(root):
@@ -252,7 +253,7 @@ def _called_unguarded(a: Analysis, callers: set[Func | None]) -> set[Func | None
             if callee is None or callee in callers:
                 continue
             if not any(_is_guard(a, up) for up in _ancestors_within(a, node, root)):
-                out.add(callee)
+                out.setdefault(callee, []).append(node)
     return out
 
 
@@ -313,6 +314,7 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
                 "moves GPU tensors: create it on the device (`device=device`)",
                 a.loc(arg),
                 Fix("create the tensor on the process's GPU"),
+                related=made_at(a, arg),
             )
             break
 

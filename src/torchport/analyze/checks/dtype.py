@@ -467,6 +467,7 @@ def grad_scaler_without_update(a: Analysis) -> Iterator[Finding]:
     for owner in _functions(a):
         calls = _calls_in(owner)
         if _scaler_calls(a, calls, "update"):
+            yield from _updates_skipped(a, owner)
             continue
         for call in _scaler_calls(a, calls, "step"):
             scaler = a.text(call.func.value)  # type: ignore[attr-defined]
@@ -481,3 +482,42 @@ def grad_scaler_without_update(a: Analysis) -> Iterator[Finding]:
                 a.loc(call),
                 Fix(f"call `{scaler}.update()` after the step", edits, Safety.UNSAFE),
             )
+
+
+def _updates_skipped(a: Analysis, owner: ast.AST) -> Iterator[Finding]:
+    """A ``continue`` (in a loop's step) or ``return`` (in a step function) between
+    ``scaler.unscale_`` and ``scaler.update()``: the next ``unscale_`` raises (it was already
+    called since the last update), and the scale does not adapt to the overflow that made the
+    program skip. Skipping after a scaled backward alone is gradient accumulation: fine."""
+    scopes: list[tuple[ast.AST, type[ast.stmt]]] = [(owner, ast.Return)]
+    scopes += [(n, ast.Continue) for n in walk_local(owner) if isinstance(n, ast.For | ast.While)]
+    for scope, exit_type in scopes:
+        body = scope.body if isinstance(scope, ast.For | ast.While) else [scope]
+        nodes = [n for stmt in body for n in walk_local(stmt)]
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        updates = _scaler_calls(a, calls, "update")
+        unscaled = _scaler_calls(a, calls, "unscale_")
+        if not updates or not unscaled:
+            continue
+        first = min(c.lineno for c in unscaled)
+        for node in nodes:
+            if not isinstance(node, exit_type) or node.lineno < first:
+                continue
+            if exit_type is ast.Continue and _loop_of(a, node) is not scope:
+                continue
+            update = next((u for u in updates if u.lineno > node.lineno), None)
+            if update is None:
+                continue
+            word = "continue" if exit_type is ast.Continue else "return"
+            yield R.GradScalerWithoutUpdate.finding(
+                f"`{word}` skips `{a.name(update)}` (line {update.lineno}) after the loss "
+                f"was unscaled (line {first}): the next unscale_ raises and the loss scale "
+                "does not adapt; call the update first",
+                a.loc(node),
+                Fix(f"call `{a.name(update)}` before `{word}`"),
+                related=(a.loc(update),),
+            )
+
+
+def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:
+    return next((up for up in a.ancestors(node) if isinstance(up, ast.For | ast.While)), None)

@@ -97,7 +97,7 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             and _maybe_on_device(a, node.value)
             and not rarely_runs(a, node)
         ):
-            yield _sync(a, node, f"formatting `{a.name(node.value)}` in an f-string")
+            yield _sync(a, node.value, f"formatting `{a.name(node.value)}` in an f-string")
 
 
 def _keyword(node: ast.AST) -> str:

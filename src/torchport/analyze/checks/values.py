@@ -7,7 +7,9 @@ import ast
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis
+from torchport.analyze.context import walk_local
 from torchport.analyze.infer import keyword
+from torchport.findings import Location
 
 _SCALAR_CALLS = ("float", "int", "len", "abs", "round")
 
@@ -56,3 +58,20 @@ def collates_elsewhere(a: Analysis) -> bool:
 def imports_torch(a: Analysis) -> bool:
     """Whether the file imports torch (or a part of it)."""
     return any(q == "torch" or q.startswith("torch.") for q in a.imports.values())
+
+
+def made_at(a: Analysis, node: ast.AST) -> tuple[Location, ...]:
+    """Where a CPU operand got its value, when on another line: the assignment of a variable,
+    or the ``return`` values of a same-file helper it was called from."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        helper = a.functions.get(node.func.id)
+        if helper is None:
+            return ()
+        returned = [n.value for n in walk_local(helper) if isinstance(n, ast.Return) and n.value]
+        return tuple(a.loc(value) for value in returned)
+    if not isinstance(node, ast.Name):
+        return ()
+    bound = assigned_value(a, node, node.lineno)
+    if bound is None or bound.lineno == node.lineno:
+        return ()
+    return (a.loc(bound),)
