@@ -83,3 +83,14 @@ def test_bce_runs_where_autocast_is_switched_off_or_on_the_host() -> None:
             host = F.binary_cross_entropy(torch.rand(4), torch.rand(4))
     assert torch.isfinite(inside) and torch.isfinite(outside) and torch.isfinite(host)
     assert _dtype_errors(w) == []
+
+
+def test_a_bilinear_resize_of_uint8_frames_fails_as_on_a_gpu_and_nearest_runs() -> None:
+    with watch("cuda") as w:
+        frames = torch.randint(0, 255, (1, 3, 8, 8), dtype=torch.uint8, device="cuda")
+        nearest = F.interpolate(frames, size=(4, 4), mode="nearest")
+        with pytest.raises(RuntimeError, match="not implemented for 'Byte'"):
+            F.interpolate(frames, size=(4, 4), mode="bilinear")  # resized here
+    assert nearest.dtype == torch.uint8
+    [found] = _dtype_errors(w)
+    assert found.location is not None and found.location.line == _line("# resized here")

@@ -232,3 +232,36 @@ def test_integer_bookkeeping_kept_on_the_host_is_not_counted_as_cpu_compute() ->
             rnn(packed)
     assert [f for f in w.findings if f.code == "TP151"] == []
     assert "cpu" not in w.report().facts["ops_in_forward_by_device"]
+
+
+@pytest.mark.skipif(
+    torch.version.cuda is not None, reason="a CUDA build makes such tensors on its real GPU"
+)
+def test_a_torch_function_that_makes_its_own_tensors_on_the_input_device_runs() -> None:
+    # F.embedding_bag makes its offsets with device=input.device inside torch's own Python code
+    torch.manual_seed(0)
+    bag = nn.EmbeddingBag(20, 4, mode="mean")
+    ids = torch.randint(0, 20, (3, 5))
+    expected = bag(ids)
+    with watch("cuda") as w:
+        out = bag.to("cuda")(ids.to("cuda"))
+        on_device = out.device
+        values = out.cpu()
+    assert on_device == torch.device("cuda", 0)
+    assert torch.allclose(values, expected.detach())
+    assert not w.record.internal_errors
+
+
+def test_backward_of_an_indexed_write_of_a_parameter_runs_as_on_a_gpu() -> None:
+    # MAE-style masking: x[rows, index] = mask_token; the engine's gradient buffers are its own
+    with watch("cuda") as w:
+        token = nn.Parameter(torch.zeros(1, 1, 4, device="cuda"))
+        x = torch.randn(2, 5, 4, device="cuda", requires_grad=True)
+        index = torch.tensor([[1, 2], [0, 3]], device="cuda")
+        masked = x.clone()
+        masked[torch.arange(2, device="cuda")[:, None], index] = token.squeeze(0)
+        masked.sum().backward()
+        grads = token.grad.cpu(), x.grad.cpu()  # type: ignore[union-attr]
+    assert grads[0].flatten().tolist() == [4.0] * 4  # the token was written 4 times
+    assert grads[1].sum().item() == 2 * 5 * 4 - 4 * 4
+    assert not any(f.code == "TP150" for f in w.findings)

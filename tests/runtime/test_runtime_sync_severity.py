@@ -27,3 +27,16 @@ def test_sync_severity_follows_reads_per_step(reads: int, severity: Severity) ->
         _train(reads)
     [found] = [f for f in w.findings if f.code == "TP204"]
     assert found.severity is severity
+
+
+@pytest.mark.parametrize(
+    ("elements", "severity"), [(1000, Severity.INFO), (65536, Severity.WARNING)]
+)
+def test_float64_on_the_device_is_a_warning_for_data_and_info_for_a_small_table(
+    elements: int, severity: Severity
+) -> None:
+    # a diffusion schedule of 1000 steps kept in float64 costs nothing; a float64 batch does
+    with watch("cuda") as w:
+        torch.linspace(1e-4, 0.02, elements, dtype=torch.float64).to("cuda")
+    [found] = [f for f in w.findings if f.code == "TP302"]
+    assert found.severity is severity

@@ -44,7 +44,9 @@ class NumpyFloat64ToTensor(Rule):
 @register
 class Float64OnAccelerator(Rule):
     """## What it does
-    Flags `.double()` and `dtype=torch.float64` in a file that runs on an accelerator.
+    Flags `.double()` and `dtype=torch.float64` in a file that runs on an accelerator; at run
+    time, each float64 tensor moved to the device (as info below 8192 elements: a small table
+    such as a diffusion schedule costs little).
 
     ## Why is this bad?
     Consumer and most data-centre GPUs run float64 at 1/32 to 1/64 of float32 speed, and MPS
@@ -431,9 +433,9 @@ class DtypeErrorAtRunTime(Rule):
     Reports, at run time, an op that failed because of its dtypes: tensors of different
     dtypes where one is needed (float32 input to float16 weights, a Half and a Float operand of
     one matmul), a value that does not fit the tensor's dtype (`masked_fill(mask, -1e9)` on a
-    float16 tensor), a kernel the device lacks for the dtype (integer matmul on CUDA), or an
-    op CUDA autocast refuses (`BCELoss` on float16 probabilities); `--simulate cuda` reproduces
-    the last two on the CPU.
+    float16 tensor), a kernel the device lacks for the dtype (integer matmul, bilinear resize of
+    uint8 images on CUDA), or an op CUDA autocast refuses (`BCELoss` on float16
+    probabilities); `--simulate cuda` reproduces the last two on the CPU.
 
     ## Why is this bad?
     Such code often runs on the CPU in float32 and fails only on the GPU path: where the model

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from torchport.findings import Finding, Fix, Location
-from torchport.rules.device import TensorsOnDifferentDevices
+from torchport.rules.device import CpuGeneratorForDeviceTensor, TensorsOnDifferentDevices
 from torchport.rules.dtype import DtypeErrorAtRunTime
 from torchport.runtime.modules import ModuleTracker, StateSites, weight_device
 from torchport.runtime.sites import Provenance, Site, call_name
@@ -103,6 +103,8 @@ class Explainer:
         if getattr(exc, "_torchport_explained", False) or not exc.args:
             return None
         text = str(exc.args[0])
+        if "device type for generator" in text:
+            return self._host_generator(func, site)
         tensors = tensor_arguments(func, args, kwargs)
         devices = {t.device for _, t in tensors}
         dtypes = {t.dtype for _, t in tensors}
@@ -158,6 +160,14 @@ class Explainer:
         )
         places = {m.location() for m in made if m is not None and m != site}
         return tuple(sorted(places, key=lambda loc: (loc.path, loc.line)))
+
+    def _host_generator(self, func: Any, site: Site | None) -> Finding:
+        return CpuGeneratorForDeviceTensor.finding(
+            f"{call_name(func)} draws on the device with a CPU torch.Generator, which CUDA "
+            "refuses (\"Expected a 'cuda' device type for generator but found 'cpu'\")",
+            None if site is None else site.location(),
+            Fix("make the generator on the device: torch.Generator(device=device)"),
+        )
 
     def _running(self) -> str:
         module = self._tracker.current

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import traceback
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,16 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules.dtype import DtypeErrorAtRunTime, ImplicitFloat64Promotion, NonFiniteOpOutput
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
-from torchport.runtime import accumulate, losses, simdevices, simhost, simtensor, syncs, transfers
+from torchport.runtime import (
+    accumulate,
+    losses,
+    simdevices,
+    simgenerator,
+    simhost,
+    simtensor,
+    syncs,
+    transfers,
+)
 from torchport.runtime.causes import library_cause
 from torchport.runtime.explain import Explainer, add_line
 from torchport.runtime.failure import StrictFindingError
@@ -185,13 +196,20 @@ class Observer(TorchFunctionMode):
     def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.sim is not None and "device" in kwargs:
             return self._factory(func, args, kwargs)
+        if self.sim is not None and kwargs.get("generator") is not None:
+            # here, not in dispatch: only the program's own object says it is a device generator
+            device = next((a.device for a in args if isinstance(a, simtensor.SimTensor)), None)
+            if device is not None:
+                self._checked_generator(func, args, kwargs, device)
         if self.has_pending:
             self._check_pending(args)
         try:
             out = func(*args, **kwargs)
         except Exception as exc:
-            self.explain(exc, func, args, kwargs)
-            raise
+            if not (self.sim is not None and _reached_real_cuda(func, exc)):
+                self.explain(exc, func, args, kwargs)
+                raise
+            out = self._observed_inside(func, args, kwargs)
         try:
             if self.count_ops:
                 self._inherit(args, out)
@@ -204,6 +222,28 @@ class Observer(TorchFunctionMode):
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             self.internal("counting an op", internal)
         return out
+
+    def _observed_inside(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run a torch function written in Python again, this mode observing its inner calls.
+
+        torch takes a mode off the stack while it handles a call, so a factory inside
+        (``F.embedding_bag`` makes its offsets with ``device=input.device``) reached the CUDA
+        backend a CPU-only build lacks, before anything else ran. Run again with this mode on
+        the stack and the function's own torch-function test off (else it would hand itself
+        back to the mode), the factory is routed to the simulated device like the program's.
+        """
+        names = [n for n in _HAS_TORCH_FUNCTION if n in func.__globals__]
+        saved = {n: func.__globals__[n] for n in names}
+        torch.overrides._push_mode(self)  # type: ignore[no-untyped-call]
+        func.__globals__.update(dict.fromkeys(names, _no_torch_function))
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            self.explain(exc, func, args, kwargs)
+            raise
+        finally:
+            func.__globals__.update(saved)
+            torch.overrides._pop_mode()  # type: ignore[no-untyped-call]
 
     def _composite(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A composite op under simulation: host tensors it made inside are on the device.
@@ -300,6 +340,15 @@ class Observer(TorchFunctionMode):
             raise StrictFindingError(f"torchport --strict: {finding.code} {finding.message}")
 
     # --- factories ---------------------------------------------------------------------------
+    def _checked_generator(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], target: torch.device
+    ) -> None:
+        try:
+            simgenerator.check(kwargs["generator"], target)
+        except RuntimeError as exc:
+            self.explain(exc, func, args, kwargs)
+            raise
+
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         target = None
         if func in _FROM_DATA:
@@ -310,6 +359,8 @@ class Observer(TorchFunctionMode):
             kwargs = {**kwargs, "pin_memory": False}
         if self.sim is not None and kwargs.get("device") is not None:
             target = self.sim.resolve(kwargs["device"])
+            if target is not None and kwargs.get("generator") is not None:
+                self._checked_generator(func, args, kwargs, target)
             if target is not None:
                 if pin_host and func is not torch.tensor:
                     # empty_cuda's check; torch.tensor pins its host staging copy instead.
@@ -465,3 +516,23 @@ def _first_argument(args: tuple[Any, ...]) -> Any:
     if isinstance(first, (list, tuple)) and first:
         return first[0]
     return first
+
+
+_HAS_TORCH_FUNCTION = (
+    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"
+)  # fmt: skip
+
+
+def _no_torch_function(*args: Any) -> bool:
+    return False
+
+
+def _reached_real_cuda(func: Any, exc: Exception) -> bool:
+    """A Python-level torch function failed in ``torch.cuda._lazy_init`` (no CUDA in this
+    build): an unobserved factory inside it named the simulated device."""
+    if not isinstance(func, types.FunctionType):
+        return False
+    if not isinstance(exc, AssertionError | RuntimeError):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and frames[-1].name == "_lazy_init" and "cuda" in frames[-1].filename

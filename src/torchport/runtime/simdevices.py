@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 from typing import Any
 
 import torch
@@ -88,6 +89,7 @@ def _made_on_the_host_by_torch(seen: Seen) -> bool:
 
 
 _ENGINE_ENTRIES = {"_engine_run_backward", "backward", "grad"}
+_RUNTIME = "torchport/runtime/"
 
 
 def _issued_by_autograd_engine() -> bool:
@@ -99,9 +101,10 @@ def _issued_by_autograd_engine() -> bool:
     device mismatch. A mismatch in the forward pass, or in a Python ``backward`` of the user's,
     still raises: those have their own Python frame.
     """
-    try:
-        frame = sys._getframe(4)  # past this function, its caller, _common_device, dispatch
-    except ValueError:  # no Python caller at all: not the engine's backward either
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and _RUNTIME in frame.f_code.co_filename.replace(os.sep, "/"):
+        frame = frame.f_back  # past the checks and the dispatch of the simulated tensor
+    if frame is None:  # no Python caller at all: not the engine's backward either
         return False
     code = frame.f_code
     return code.co_name in _ENGINE_ENTRIES and code.co_filename.replace(os.sep, "/").endswith(
@@ -131,7 +134,7 @@ def _indexing_device(func: Any, seen: Seen) -> torch.device | None:
                     "indices should be either on cpu or on the same device as the indexed "
                     f"tensor ({own})"
                 )
-        elif not (name == "values" and zero_dim):
+        elif not (name == "values" and zero_dim) and not _made_on_the_host_by_torch(seen):
             raise device_error(mismatch_message(func, own, name, device))
     return own
 

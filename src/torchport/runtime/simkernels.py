@@ -1,9 +1,10 @@
 """Kernels CUDA lacks or refuses: under ``--simulate cuda`` such an op fails as on a GPU.
 
 The simulated device computes on the CPU, which has kernels CUDA does not: an integer matrix
-product (``adj @ one_hot`` of two int64 tensors) runs on the CPU and stops on a GPU with
-'"addmm_cuda" not implemented for 'Long''. Simulated CUDA autocast runs as CPU autocast, which
-allows ``binary_cross_entropy``; CUDA autocast refuses it. The check is one set look-up per op.
+product (``adj @ one_hot`` of two int64 tensors) or a bilinear resize of uint8 frames runs on
+the CPU and stops on a GPU with '"addmm_cuda" not implemented for 'Long''. Simulated CUDA
+autocast runs as CPU autocast, which allows ``binary_cross_entropy``; CUDA autocast refuses
+it. The check is one set look-up per op.
 """
 
 from __future__ import annotations
@@ -24,9 +25,22 @@ INTEGER_MATMULS: dict[Any, str] = {
     _aten.addmv.default: "addmv_impl_cuda",
     _aten.dot.default: "dot",
 }
+# Linear, bilinear, bicubic and trilinear resizing: CUDA's kernels take floating dtypes only
+# (the CPU's also take uint8 images); nearest takes uint8 on both.
+INTEGER_RESIZES: dict[Any, str] = {
+    op: kernel
+    for name, kernel in (
+        ("upsample_linear1d", "upsample_linear1d_out_frame"),
+        ("upsample_bilinear2d", "upsample_bilinear2d_out_frame"),
+        ("_upsample_bilinear2d_aa", "upsample_bilinear2d_aa_out_frame"),
+        ("upsample_bicubic2d", "upsample_bicubic2d_out_frame"),
+        ("upsample_trilinear3d", "upsample_trilinear3d_out_frame"),
+    )
+    for op in (getattr(_aten, name).default, getattr(_aten, name).vec)
+}
 # aten ops CUDA autocast refuses to run (a float16 sigmoid output's log saturates)
 BANNED_UNDER_AUTOCAST = frozenset({_aten.binary_cross_entropy.default})
-CHECKED = frozenset(INTEGER_MATMULS) | BANNED_UNDER_AUTOCAST
+CHECKED = frozenset(INTEGER_MATMULS) | frozenset(INTEGER_RESIZES) | BANNED_UNDER_AUTOCAST
 # Whether each simulated-device autocast region entered and not yet left is enabled, innermost
 # last (simulate.py keeps it): inside the op, autocast's own TLS reads as off.
 device_autocast: list[bool] = []
@@ -51,9 +65,13 @@ def check(func: Any, args: tuple[Any, ...]) -> None:
             )
         return
     first = args[0] if args else None
-    if isinstance(first, torch.Tensor) and first.dtype in _NAMES:
-        kernel = INTEGER_MATMULS[func]
-        raise RuntimeError(
-            f"\"{kernel}\" not implemented for '{_NAMES[first.dtype]}' (torchport --simulate: "
-            "CUDA has no integer matrix product; compute it in a floating dtype)"
-        )
+    if not (isinstance(first, torch.Tensor) and first.dtype in _NAMES):
+        return
+    if func in INTEGER_RESIZES:
+        kernel, what = INTEGER_RESIZES[func], "no integer linear, bilinear or bicubic resize"
+    else:
+        kernel, what = INTEGER_MATMULS[func], "no integer matrix product"
+    raise RuntimeError(
+        f"\"{kernel}\" not implemented for '{_NAMES[first.dtype]}' (torchport --simulate: "
+        f"CUDA has {what}; compute it in a floating dtype)"
+    )

@@ -20,7 +20,7 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
-from torchport.runtime import simkernels
+from torchport.runtime import simgenerator, simkernels
 from torchport.runtime.simdevices import device_error
 from torchport.runtime.simload import save_load_patches
 from torchport.runtime.simparallel import comm_patches, process_group_patches
@@ -175,6 +175,7 @@ class Simulation:
         else:
             patches += [(torch.backends.mps, "is_available", lambda: True)]
             patches += [(torch.mps, "synchronize", self._synchronize)]
+        patches += [(torch, "Generator", simgenerator.generator_class(self.resolve))]
         autocast = torch.amp.autocast_mode.autocast
         patches += [(autocast, "__init__", self._autocast_init())]
         patches += [(autocast, "__enter__", _counted_enter(autocast.__enter__))]

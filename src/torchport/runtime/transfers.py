@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 import torchport.transfer
-from torchport.findings import Fix
+from torchport.findings import Fix, Severity
 from torchport.rules.device import CpuTensorThenMoved
 from torchport.rules.dtype import Float64OnAccelerator
 from torchport.rules.transfer import NonBlockingCopyFromPageable
@@ -37,6 +37,8 @@ _GENERATORS = {
 }  # fmt: skip
 # A line that does it this often is in a loop (as for syncs, record.MIN_SYNCS_IN_LOOP).
 MIN_MADE_THEN_MOVED = 3
+# Below this many elements a float64 tensor on the device is reported as info, not a warning.
+SMALL_FLOAT64 = 8192
 _SYNC_NAMES = {"Tensor.to": ".to('cpu')", "Tensor.cpu": ".cpu()", "Tensor.copy_": ".copy_()"}
 
 
@@ -210,6 +212,8 @@ class TransferHandlers:
                         "or pass dtype=torch.float32 to .to()"
                     ),
                     related=(origin.location(),) if origin is not None else (),
+                    # a small table (a diffusion schedule, constants) costs little in float64
+                    severity=Severity.INFO if source.numel() < SMALL_FLOAT64 else None,
                 ),
                 site,
             )
