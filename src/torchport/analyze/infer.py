@@ -188,8 +188,8 @@ def _qualified_call(scope: Scope, call: ast.Call, q: str, line: int) -> Info | N
     parts = q.split(".")
     if q.startswith("torch.nn.") and parts[-1][:1].isupper() and parts[2] != "functional":
         return Info(K.MODULE, device="cpu", cls=parts[-1], origin=f"`{parts[-1]}`")
-    if q.startswith("torch.optim.") and parts[-1][:1].isupper():
-        return Info(K.OPTIMIZER)
+    if q.startswith("torch.optim.") and parts[-1][:1].isupper() and "lr_scheduler" not in parts:
+        return Info(K.OPTIMIZER)  # not torch.optim.lr_scheduler.X: a scheduler's step is its own
     if q.startswith("numpy."):
         return _numpy(scope, call, q, line)
     return None

@@ -16,3 +16,13 @@ def plain(model, loader):
     for x, y in loader:
         model(x).sum().backward()
         optimizer.step()
+
+
+def train_with_schedule(model, loader, optimizer):
+    scaler = torch.amp.GradScaler("cuda")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 10))
+    for x, y in loader:
+        scaler.scale(model(x).sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()  # a learning-rate schedule, not an optimizer
