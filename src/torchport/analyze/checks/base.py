@@ -32,6 +32,7 @@ class Analysis(FileContext):
         self._qualname_of: dict[ast.AST, str | None] = {}
         self._function_of: dict[ast.AST, Func | None] = {}
         self._assignments: dict[ast.AST, dict[str, list[tuple[int, ast.expr]]]] = {}
+        self._callee_modules: dict[ast.Call, K.Info | None] = {}
 
     def info(self, expr: ast.expr) -> K.Info | None:
         if expr not in self._info_of:
@@ -189,8 +190,16 @@ class Analysis(FileContext):
         ``nn.Linear(2, 1)(x)``.
 
         Only those can be inferred to hold a module, so other callees are not inferred at all
-        (most calls are tensor methods and torch functions).
+        (most calls are tensor methods and torch functions). Several detectors ask about every
+        call: the answer is kept per call.
         """
+        try:
+            return self._callee_modules[call]
+        except KeyError:
+            found = self._callee_modules[call] = self._callee_module(call)
+            return found
+
+    def _callee_module(self, call: ast.Call) -> K.Info | None:
         func = call.func
         if isinstance(func, ast.Name):
             if func.id not in self.bound_names:
