@@ -52,6 +52,13 @@ def test_a_loop_that_calls_a_model_parameter_is_hot() -> None:
     assert len(_findings(body, "TP207")) == 1
 
 
+def test_a_loop_that_calls_a_dcgan_style_netg_parameter_is_hot() -> None:
+    body = TRAIN_WITH_PARAMETERS.replace("for x, y in loader:", "for x, y in batches:")
+    body = body.replace("def train(model,", "def train(netG,").replace("model(x", "netG(x")
+    body = body.replace("loss.backward()", "pass")
+    assert len(_findings(body, "TP207")) == 1
+
+
 def test_a_loop_over_a_list_of_numbers_in_a_plain_function_is_not_hot() -> None:
     body = """\
     def tally(values):

@@ -237,10 +237,12 @@ NUMPY_FLOAT64 = {
     ]
 }
 RNG_FLOAT64 = {"standard_normal", "normal", "random", "uniform", "exponential"}
-# what a value nothing else describes holds, by the name it is held under (`train(model, ...)`)
+# what a value nothing else describes holds, by the name it is held under (`train(model, ...)`);
+# hot.py compares lowercased names, the flow guesses names as written: both spellings of netG
 MODEL_NAMES = frozenset(
     {"model", "net", "network", "module", "encoder", "decoder", "generator", "discriminator",
-     "critic", "actor", "policy", "classifier", "backbone", "netG", "netD", "teacher", "student"}
+     "critic", "actor", "policy", "classifier", "backbone", "netG", "netD", "netg", "netd",
+     "teacher", "student"}
 )  # fmt: skip
 GRAD_SCALERS = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"}
 AUTOCASTS = {
