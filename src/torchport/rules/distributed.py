@@ -344,3 +344,37 @@ class WrappedStateDictSaved(Rule):
     code = "TP410"
     name = "wrapped-state-dict-saved"
     severity = Severity.WARNING
+
+
+@register
+class WrappedBeforeMoved(Rule):
+    """## What it does
+    Flags `DistributedDataParallel(model, device_ids=[...])` when the model is moved to the
+    device only after it is wrapped (`model = DDP(model, ...)`, then `model.to(device)`). At
+    run time, it reports the error a wrapper raises over a module that is not on its GPU: DDP
+    with `device_ids`, and DataParallel over several GPUs with a module never moved.
+
+    ## Why is this bad?
+    DDP reads where the module is when it is made: with `device_ids` it refuses a CPU module
+    ("device_ids and output_device arguments only work with single-device/multiple-device GPU
+    modules"). On the CPU no device ids are given and the program runs. (DataParallel checks
+    at the first forward pass, so moving the wrapper after wrapping is fine there.)
+
+    ## Example
+    ```python
+    model = DistributedDataParallel(Net(), device_ids=[local_rank])
+    model = model.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    model = DistributedDataParallel(Net().to(device), device_ids=[local_rank])
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP411"
+    name = "wrapped-before-moved"
+    severity = Severity.ERROR

@@ -25,7 +25,7 @@ import torch
 
 from torchport.findings import Finding, Report
 from torchport.rules import matches
-from torchport.runtime import checks
+from torchport.runtime import checks, known_failures
 from torchport.runtime.amp import AmpMonitor
 from torchport.runtime.apis import ApiMonitor
 from torchport.runtime.failure import Failure, failure
@@ -133,6 +133,10 @@ class watch:
         try:
             self.failure = failure(exc) if exc is not None else None
             found = checks.findings(self.record)
+            if exc is not None and self.failure is not None:
+                known = known_failures.finding_for(exc, self.failure.site)
+                if known is not None and not any(f.code == known.code for f in found):
+                    found.append(known)
         except Exception as internal:  # noqa: BLE001 - the program's own outcome must win
             self.record.add_internal_error("checking the run", internal)
             found = list(self.record.immediate.values())

@@ -14,6 +14,7 @@ from torchport.analyze.checks import (
     ranks,
     syncs,
     transfer,
+    wrapping,
 )
 from torchport.analyze.checks.base import DETECTORS, Analysis, detector
 
@@ -34,4 +35,5 @@ __all__ = [
     "ranks",
     "syncs",
     "transfer",
+    "wrapping",
 ]
