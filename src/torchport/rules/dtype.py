@@ -502,8 +502,9 @@ class Float16OverflowingConstant(Rule):
 class Float16VanishingEpsilon(Rule):
     """## What it does
     Points at a small constant added to guard a division or a logarithm (`x + 1e-8`,
-    `torch.log(p + 1e-15)`) that float16 cannot hold, in a file that computes in float16
-    (`.half()`, `torch.float16`, or float16 autocast).
+    `torch.log(p + 1e-15)`, or `norm + self.eps` where `__init__` has `eps=1e-10`) that
+    float16 cannot hold, in a file that computes in float16 (`.half()`, `torch.float16`, or
+    float16 autocast).
 
     ## Why is this bad?
     The smallest positive float16 is about 6e-8: `1e-8` and `1e-15` round to 0 when the other

@@ -11,3 +11,12 @@ def link_loss(pos, neg):
 def normalise(scores):
     mn, mx = scores.min(), scores.max()
     return (scores - mn) / (mx - mn + 1e-8)
+
+
+class Descriptor(torch.nn.Module):
+    def __init__(self, eps=1e-10):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, desc):
+        return desc / (desc.norm(dim=1, keepdim=True) + self.eps)

@@ -15,3 +15,12 @@ def normalise(scores):
 
 def adam(params):
     return torch.optim.Adam(params, eps=1e-8)  # the optimizer's state is float32
+
+
+class Descriptor(torch.nn.Module):
+    def __init__(self, eps=1e-4):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, desc):
+        return desc / (desc.norm(dim=1, keepdim=True) + self.eps)

@@ -64,12 +64,19 @@ def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
     if "e-" not in a.source or not _computes_in_float16(a):
         return
     named = _named_numbers(a)
+    attributes = _attribute_numbers(a)
     for node in a.of_type(ast.BinOp):
         assert isinstance(node, ast.BinOp)
         if not isinstance(node.op, ast.Add) or all(map(_literal, (node.left, node.right))):
             continue  # `1e-30 + 1e-30j`: arithmetic on constants, no tensor
         for side in (node.left, node.right):
-            value = named.get(side.id) if isinstance(side, ast.Name) else _number(side)
+            if isinstance(side, ast.Name):
+                value = named.get(side.id)
+            elif _is_self_attribute(side):
+                cls = a.class_of(a.function_of(node) or a.tree)
+                value = attributes.get((cls, side.attr)) if cls is not None else None  # type: ignore[attr-defined]
+            else:
+                value = _number(side)
             if value is not None and 0 < abs(value) < FLOAT16_SMALLEST:
                 yield R.Float16VanishingEpsilon.finding(
                     f"`{a.text(side)}` ({value:g}) rounds to 0 in float16: where "
@@ -95,4 +102,40 @@ def _named_numbers(a: Analysis) -> dict[str, float]:
             target, value = stmt.targets[0], _number(stmt.value)
             if isinstance(target, ast.Name) and value is not None:
                 out[target.id] = value
+    return out
+
+
+def _is_self_attribute(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _attribute_numbers(a: Analysis) -> dict[tuple[ast.ClassDef, str], float]:
+    """``self.eps`` of each class, where ``__init__`` sets it to a number or to a parameter
+    with a number as default (``def __init__(self, eps=1e-10): self.eps = eps``)."""
+    out: dict[tuple[ast.ClassDef, str], float] = {}
+    for cls in a.of_type(ast.ClassDef):
+        assert isinstance(cls, ast.ClassDef)
+        init = a.method(cls, "__init__")
+        if init is None:
+            continue
+        params = [*init.args.posonlyargs, *init.args.args]
+        given = params[len(params) - len(init.args.defaults) :]  # the last ones have defaults
+        defaults = {p.arg: d for p, d in zip(given, init.args.defaults, strict=True)}
+        keywords = zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True)
+        defaults |= {p.arg: d for p, d in keywords if d is not None}
+        for stmt in ast.walk(init):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target, value = stmt.targets[0], stmt.value
+            if not _is_self_attribute(target):
+                continue
+            if isinstance(value, ast.Name) and value.id in defaults:
+                value = defaults[value.id]
+            number = _number(value)
+            if number is not None:
+                out[(cls, target.attr)] = number  # type: ignore[attr-defined]
     return out

@@ -1,0 +1,133 @@
+"""Static detectors of the GradScaler's step sequence: `optimizer.step()` that bypasses the
+scaler (TP309), and `scaler.update()` never called or skipped after `unscale_` (TP310)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.context import Func, walk_local
+from torchport.analyze.edits import insert_at, replace_node
+from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.rules import dtype as R
+
+
+def _functions(a: Analysis) -> Iterator[ast.Module | Func]:
+    """The module and every function, when the file makes a GradScaler at all."""
+    if not a.makes_scaler:
+        return
+    yield a.tree
+    for node in a.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+
+
+def _calls_in(owner: ast.AST) -> list[ast.Call]:
+    return [n for n in walk_local(owner) if isinstance(n, ast.Call)]
+
+
+def _is_scaler(a: Analysis, node: ast.expr) -> bool:
+    info = a.info(node)
+    return info is not None and info.kind == K.SCALER
+
+
+def _scaler_calls(a: Analysis, calls: list[ast.Call], method: str) -> list[ast.Call]:
+    return [
+        c
+        for c in calls
+        if isinstance(c.func, ast.Attribute)
+        and c.func.attr == method
+        and _is_scaler(a, c.func.value)
+    ]
+
+
+@detector(R.OptimizerStepBypassesScaler)
+def optimizer_step_bypasses_scaler(a: Analysis) -> Iterator[Finding]:
+    for owner in _functions(a):
+        calls = _calls_in(owner)
+        scaled = _scaler_calls(a, calls, "scale")
+        if not scaled:
+            continue
+        scaler = a.text(scaled[0].func.value)  # type: ignore[attr-defined]
+        for call in calls:
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and func.attr == "step") or call.args:
+                continue
+            info = a.info(func.value)
+            if info is None or info.kind != K.OPTIMIZER:
+                continue
+            opt = a.text(func.value)
+            yield R.OptimizerStepBypassesScaler.finding(
+                f"`{opt}.step()` bypasses the GradScaler `{scaler}` that scaled the loss at "
+                f"line {scaled[0].lineno}: gradients stay scaled and inf/NaN steps are not "
+                f"skipped; call `{scaler}.step({opt})`",
+                a.loc(call),
+                Fix(
+                    f"use `{scaler}.step({opt})`",
+                    (replace_node(a, call, f"{scaler}.step({opt})"),),
+                    Safety.UNSAFE,
+                ),
+            )
+
+
+@detector(R.GradScalerWithoutUpdate)
+def grad_scaler_without_update(a: Analysis) -> Iterator[Finding]:
+    for owner in _functions(a):
+        calls = _calls_in(owner)
+        if _scaler_calls(a, calls, "update"):
+            yield from _updates_skipped(a, owner)
+            continue
+        for call in _scaler_calls(a, calls, "step"):
+            scaler = a.text(call.func.value)  # type: ignore[attr-defined]
+            stmt = a.parents.get(call)
+            edits: tuple[Edit, ...] = ()
+            if isinstance(stmt, ast.Expr) and stmt.end_lineno == stmt.lineno:
+                indent = " " * a.start(stmt)[1]
+                edits = (insert_at((stmt.lineno + 1, 0), f"{indent}{scaler}.update()\n"),)
+            yield R.GradScalerWithoutUpdate.finding(
+                f"`{a.name(call)}` is never followed by `{scaler}.update()` in this function: "
+                "the loss scale never adapts",
+                a.loc(call),
+                Fix(f"call `{scaler}.update()` after the step", edits, Safety.UNSAFE),
+            )
+
+
+def _updates_skipped(a: Analysis, owner: ast.AST) -> Iterator[Finding]:
+    """A ``continue`` (in a loop's step) or ``return`` (in a step function) between
+    ``scaler.unscale_`` and ``scaler.update()``: the next ``unscale_`` raises (it was already
+    called since the last update), and the scale does not adapt to the overflow that made the
+    program skip. Skipping after a scaled backward alone is gradient accumulation: fine."""
+    scopes: list[tuple[ast.AST, type[ast.stmt]]] = [(owner, ast.Return)]
+    scopes += [(n, ast.Continue) for n in walk_local(owner) if isinstance(n, ast.For | ast.While)]
+    for scope, exit_type in scopes:
+        body = scope.body if isinstance(scope, ast.For | ast.While) else [scope]
+        nodes = [n for stmt in body for n in walk_local(stmt)]
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        updates = _scaler_calls(a, calls, "update")
+        unscaled = _scaler_calls(a, calls, "unscale_")
+        if not updates or not unscaled:
+            continue
+        first = min(c.lineno for c in unscaled)
+        for node in nodes:
+            if not isinstance(node, exit_type) or node.lineno < first:
+                continue
+            if exit_type is ast.Continue and _loop_of(a, node) is not scope:
+                continue
+            update = next((u for u in updates if u.lineno > node.lineno), None)
+            if update is None:
+                continue
+            word = "continue" if exit_type is ast.Continue else "return"
+            yield R.GradScalerWithoutUpdate.finding(
+                f"`{word}` skips `{a.name(update)}` (line {update.lineno}) after the loss "
+                f"was unscaled (line {first}): the next unscale_ raises and the loss scale "
+                "does not adapt; call the update first",
+                a.loc(node),
+                Fix(f"call `{a.name(update)}` before `{word}`"),
+                related=(a.loc(update),),
+            )
+
+
+def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:
+    return next((up for up in a.ancestors(node) if isinstance(up, ast.For | ast.While)), None)
