@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import traceback
-import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +28,7 @@ from torchport.runtime import (
     simdevices,
     simgenerator,
     simhost,
+    siminside,
     simtensor,
     syncs,
     transfers,
@@ -206,7 +205,7 @@ class Observer(TorchFunctionMode):
         try:
             out = func(*args, **kwargs)
         except Exception as exc:
-            if not (self.sim is not None and _reached_real_cuda(func, exc)):
+            if not (self.sim is not None and siminside.reached_real_cuda(func, exc)):
                 self.explain(exc, func, args, kwargs)
                 raise
             out = self._observed_inside(func, args, kwargs)
@@ -224,26 +223,12 @@ class Observer(TorchFunctionMode):
         return out
 
     def _observed_inside(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Run a torch function written in Python again, this mode observing its inner calls.
-
-        torch takes a mode off the stack while it handles a call, so a factory inside
-        (``F.embedding_bag`` makes its offsets with ``device=input.device``) reached the CUDA
-        backend a CPU-only build lacks, before anything else ran. Run again with this mode on
-        the stack and the function's own torch-function test off (else it would hand itself
-        back to the mode), the factory is routed to the simulated device like the program's.
-        """
-        names = [n for n in _HAS_TORCH_FUNCTION if n in func.__globals__]
-        saved = {n: func.__globals__[n] for n in names}
-        torch.overrides._push_mode(self)  # type: ignore[no-untyped-call]
-        func.__globals__.update(dict.fromkeys(names, _no_torch_function))
         try:
-            return func(*args, **kwargs)
+            with siminside.observing(self, func):
+                return func(*args, **kwargs)
         except Exception as exc:
             self.explain(exc, func, args, kwargs)
             raise
-        finally:
-            func.__globals__.update(saved)
-            torch.overrides._pop_mode()  # type: ignore[no-untyped-call]
 
     def _composite(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A composite op under simulation: host tensors it made inside are on the device.
@@ -516,23 +501,3 @@ def _first_argument(args: tuple[Any, ...]) -> Any:
     if isinstance(first, (list, tuple)) and first:
         return first[0]
     return first
-
-
-_HAS_TORCH_FUNCTION = (
-    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"
-)  # fmt: skip
-
-
-def _no_torch_function(*args: Any) -> bool:
-    return False
-
-
-def _reached_real_cuda(func: Any, exc: Exception) -> bool:
-    """A Python-level torch function failed in ``torch.cuda._lazy_init`` (no CUDA in this
-    build): an unobserved factory inside it named the simulated device."""
-    if not isinstance(func, types.FunctionType):
-        return False
-    if not isinstance(exc, AssertionError | RuntimeError):
-        return False
-    frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and frames[-1].name == "_lazy_init" and "cuda" in frames[-1].filename

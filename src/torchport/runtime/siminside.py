@@ -1,0 +1,53 @@
+"""A torch function written in Python, run again with the observer watching inside it.
+
+torch takes a function mode off the stack while the mode handles a call, so a factory inside a
+torch function written in Python (``F.embedding_bag`` makes its offsets with
+``device=input.device``) reaches the CUDA backend a CPU-only build lacks, and fails in
+``torch.cuda._lazy_init`` before anything else of the function ran. Under ``--simulate`` the
+observer then runs the function again with itself on the stack and the function's own
+torch-function test off (else it would hand the call back to the mode), so that the factory is
+routed to the simulated device like the program's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+_HAS_TORCH_FUNCTION = (
+    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"
+)  # fmt: skip
+
+
+def reached_real_cuda(func: Any, exc: Exception) -> bool:
+    """A Python-level torch function failed in ``torch.cuda._lazy_init`` (no CUDA in this
+    build): an unobserved factory inside it named the simulated device."""
+    if not isinstance(func, types.FunctionType):
+        return False
+    if not isinstance(exc, AssertionError | RuntimeError):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and frames[-1].name == "_lazy_init" and "cuda" in frames[-1].filename
+
+
+@contextlib.contextmanager
+def observing(mode: torch.overrides.TorchFunctionMode, func: Any) -> Iterator[None]:
+    """``mode`` on the stack and ``func``'s torch-function test off, for one call of it."""
+    names = [n for n in _HAS_TORCH_FUNCTION if n in func.__globals__]
+    saved = {n: func.__globals__[n] for n in names}
+    torch.overrides._push_mode(mode)  # type: ignore[no-untyped-call]
+    func.__globals__.update(dict.fromkeys(names, _no_torch_function))
+    try:
+        yield
+    finally:
+        func.__globals__.update(saved)
+        torch.overrides._pop_mode()  # type: ignore[no-untyped-call]
+
+
+def _no_torch_function(*args: Any) -> bool:
+    return False
