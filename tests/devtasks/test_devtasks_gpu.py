@@ -214,3 +214,19 @@ def test_the_real_runner_stops_a_step_and_what_it_started_at_the_timeout(
     assert done.returncode is None and done.seconds < 30
     subprocess.run([sys.executable, "-c", "import time; time.sleep(4)"], check=True)
     assert not marker.exists()
+
+
+def test_the_suite_leaves_the_port_corpus_to_its_own_step(tmp_path: Path) -> None:
+    by_name = {s.name: s for s in gpu.steps(sys.executable, ROOT, tmp_path)}
+    assert "--ignore=tests/port" in by_name["suite"].argv
+    assert "--ignore=tests/port" not in by_name["port-corpus"].argv
+
+
+def test_step_timeout_caps_every_step_and_must_be_positive(tmp_path: Path) -> None:
+    args = gpu.parse(["--step-timeout", "240"])
+    capped = gpu.capped(gpu.steps(sys.executable, ROOT, tmp_path), args.step_timeout)
+    assert max(s.timeout for s in capped) == 240
+    assert min(s.timeout for s in capped) <= 240
+    with pytest.raises(SystemExit) as exit_info:
+        gpu.parse(["--step-timeout", "0"])
+    assert exit_info.value.code == 2

@@ -4,8 +4,10 @@ Uses the machine's own torch: a virtual environment (``--venv``, default .venv-g
 packages of the Python that runs dev.py, and torchport plus its test requirements are installed
 into it from the wheel folder (``--wheels``, made by ``dev.py wheelhouse``) with ``--no-index``.
 Then each step runs, whatever happened to the ones before it; ``--out DIR`` receives
-gpu-report.md, gpu-report.json and one log per step. Exit code: 0 when every step passed, 1 when
-one failed, 2 when the run could not start (no torch, no wheels, an install that failed).
+gpu-report.md, gpu-report.json and one log per step. ``--step-timeout S`` stops each step after
+S seconds at most, for a machine lent for minutes (its log keeps what it printed). Exit code:
+0 when every step passed, 1 when one failed, 2 when the run could not start (no torch, no
+wheels, an install that failed).
 
 pytest runs with plugin autoloading off and torchport's plugin loaded by name: GPU images bring
 their own plugins (pytest-benchmark warns under xdist, which ``filterwarnings = error`` turns into
@@ -15,6 +17,7 @@ a collection error), and nothing of theirs should decide what the suite reports.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import os
@@ -77,7 +80,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="the environment to create or reuse (default .venv-gpu)",
     )
     parser.add_argument("--only", help="comma-separated step names, to rerun some of them")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--step-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop any step after this long (a step's own limit is 5 to 60 minutes): on a "
+        "machine lent for a few minutes, a step cut short still leaves its output in its log",
+    )
+    args = parser.parse_args(argv)
+    if args.step_timeout is not None and args.step_timeout <= 0:
+        parser.error("--step-timeout: expected a positive number of seconds")
+    return args
 
 
 def steps(python: str, root: Path, out: Path) -> list[Step]:
@@ -110,7 +123,8 @@ def steps(python: str, root: Path, out: Path) -> list[Step]:
             figures=doctor_figures,
             check=_usable_gpu,
         ),
-        pytest("suite"),
+        # tests/port, the longest part, is its own step: not run twice, and rerun alone
+        pytest("suite", "--ignore=tests/port"),
         pytest("cuda-sanitizer", "-m", "cuda", env={"TORCH_CUDA_SANITIZER": "1"}),
         pytest("port-corpus", "tests/port"),
         Step(
@@ -324,8 +338,15 @@ def run(
     except SetupError as exc:
         print(f"dev.py gpu: {exc}", file=sys.stderr)
         return 2
-    chosen = [s for s in steps(env_python, root, out) if s.name in names]
+    chosen = capped([s for s in steps(env_python, root, out) if s.name in names], args.step_timeout)
     return execute(chosen, runner, out, _context(root, torch_version))
+
+
+def capped(chosen: list[Step], limit: float | None) -> list[Step]:
+    """The steps, each stopped after ``limit`` seconds at most (``--step-timeout``)."""
+    if limit is None:
+        return chosen
+    return [dataclasses.replace(s, timeout=min(s.timeout, limit)) for s in chosen]
 
 
 STEP_NAMES = (
