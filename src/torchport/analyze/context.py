@@ -213,14 +213,14 @@ class FileContext:
         ``__init__`` as ``ClassName(...)``."""
         cls = self.class_of(func)
         if cls is None:
-            named = self._calls_named.get(func.name, [])
+            named = self.calls_named.get(func.name, [])
             return [
                 (c, 0)
                 for c in named
                 if isinstance(c.func, ast.Name) and self.functions.get(c.func.id) is func
             ]
         if func.name == "__init__":
-            named = self._calls_named.get(cls.name, [])
+            named = self.calls_named.get(cls.name, [])
             return [
                 (c, 1)
                 for c in named
@@ -228,7 +228,7 @@ class FileContext:
             ]
         unique = not func.name.startswith("__") and self._method_owners.get(func.name) == 1
         out: list[tuple[ast.Call, int]] = []
-        for call in self._calls_named.get(func.name, []):
+        for call in self.calls_named.get(func.name, []):
             callee = call.func
             if not isinstance(callee, ast.Attribute):
                 continue
@@ -250,7 +250,8 @@ class FileContext:
         return out
 
     @cached_property
-    def _calls_named(self) -> dict[str, list[ast.Call]]:
+    def calls_named(self) -> dict[str, list[ast.Call]]:
+        """The file's calls by the last name of what they call (``f(...)``, ``obj.f(...)``)."""
         out: dict[str, list[ast.Call]] = {}
         for call in self.calls:
             func = call.func
@@ -322,14 +323,15 @@ class FileContext:
                 if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for target in targets:
-                        if _is_self_attr(target, None):
+                        if is_self_attr(target):
                             assert isinstance(target, ast.Attribute)
                             table.setdefault(target.attr, []).append((node, node.value))
         self._class_attrs[cls] = table
         return table
 
 
-def _is_self_attr(target: ast.expr, attr: str | None) -> bool:
+def is_self_attr(target: ast.expr, attr: str | None = None) -> bool:
+    """``self.<attr>`` (any attribute of ``self`` when ``attr`` is None)."""
     return (
         isinstance(target, ast.Attribute)
         and (attr is None or target.attr == attr)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from torchport.analyze.checks.base import last_name
 from torchport.analyze.flow.events import Draw
 from torchport.analyze.flow.program import FuncInfo, Role, Unit
 from torchport.analyze.flow.values import Kind, OKind, Origin, Place, Val
@@ -376,6 +375,6 @@ def _drawn_once(unit: Unit, node: ast.AST, seen: frozenset[str] = frozenset()) -
         if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef):
             if up.name in seen:  # recursion
                 return False
-            callers = [c for c in ctx.calls if last_name(c.func) == up.name]
+            callers = ctx.calls_named.get(up.name, [])
             return all(_drawn_once(unit, c, seen | {up.name}) for c in callers)
     return True

@@ -193,13 +193,14 @@ class Observer(TorchFunctionMode):
 
     # --- generic ops -------------------------------------------------------------------------
     def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self.sim is not None and "device" in kwargs:
-            return self._factory(func, args, kwargs)
-        if self.sim is not None and kwargs.get("generator") is not None:
-            # here, not in dispatch: only the program's own object says it is a device generator
-            device = next((a.device for a in args if isinstance(a, simtensor.SimTensor)), None)
-            if device is not None:
-                self._checked_generator(func, args, kwargs, device)
+        if self.sim is not None:
+            if "device" in kwargs:
+                return self._factory(func, args, kwargs)
+            if kwargs.get("generator") is not None:
+                # here, not in dispatch: only the program's own object says it is a device one
+                device = next((a.device for a in args if isinstance(a, simtensor.SimTensor)), None)
+                if device is not None:
+                    self._checked_generator(func, args, kwargs, device)
         if self.has_pending:
             self._check_pending(args)
         try:
@@ -344,9 +345,9 @@ class Observer(TorchFunctionMode):
             kwargs = {**kwargs, "pin_memory": False}
         if self.sim is not None and kwargs.get("device") is not None:
             target = self.sim.resolve(kwargs["device"])
-            if target is not None and kwargs.get("generator") is not None:
-                self._checked_generator(func, args, kwargs, target)
             if target is not None:
+                if kwargs.get("generator") is not None:
+                    self._checked_generator(func, args, kwargs, target)
                 if pin_host and func is not torch.tensor:
                     # empty_cuda's check; torch.tensor pins its host staging copy instead.
                     raise simdevices.device_error("Only dense CPU tensors can be pinned")

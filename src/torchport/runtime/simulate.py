@@ -178,8 +178,8 @@ class Simulation:
         patches += [(torch, "Generator", simgenerator.generator_class(self.resolve))]
         autocast = torch.amp.autocast_mode.autocast
         patches += [(autocast, "__init__", self._autocast_init())]
-        patches += [(autocast, "__enter__", _counted_enter(autocast.__enter__))]
-        patches += [(autocast, "__exit__", _counted_exit(autocast.__exit__))]
+        patches += [(autocast, "__enter__", _tracked_enter(autocast.__enter__))]
+        patches += [(autocast, "__exit__", _tracked_exit(autocast.__exit__))]
         patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
         patches += [(torch.nn.Module, "_apply", _keep_parameters(torch.nn.Module._apply))]
         patches += [(torch.nn.Module, "to", _index_as_device(torch.nn.Module.to, self.kind))]
@@ -296,7 +296,7 @@ class Simulation:
         return init
 
 
-def _counted_enter(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _tracked_enter(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Keep the simulated device's autocast regions, enabled or not (simkernels reads them)."""
 
     def enter(region: Any) -> Any:
@@ -308,7 +308,7 @@ def _counted_enter(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return enter
 
 
-def _counted_exit(original: Callable[..., Any]) -> Callable[..., Any]:
+def _tracked_exit(original: Callable[..., Any]) -> Callable[..., Any]:
     def exit_(region: Any, *exc: Any) -> Any:
         if getattr(region, "_torchport_device_region", False) and simkernels.device_autocast:
             simkernels.device_autocast.pop()

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value
-from torchport.analyze.context import walk_local
+from torchport.analyze.checks.base import Analysis, detector, last_name
+from torchport.analyze.checks.values import assigned_value, module_cast_dtype
+from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix, Location
 from torchport.rules import amp as R
@@ -145,7 +145,7 @@ def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
             continue
         if layer.dtype is not None or _made_with_dtype(a, call.func):
             continue  # cast with the input: the dtypes agree
-        if _held_by_self(call.func) and _casts_a_module(a):
+        if is_self_attr(call.func) and _casts_a_module(a):
             continue  # `model.to(torch.bfloat16)` also casts the layers its class holds
         arg = a.info(call.args[0])
         if arg is None or arg.kind != K.TENSOR or arg.dtype not in _HALF:
@@ -159,24 +159,10 @@ def half_input_to_float_layer(a: Analysis) -> Iterator[Finding]:
         )
 
 
-def _held_by_self(func: ast.expr) -> bool:
-    return (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "self"
-    )
-
-
 def _casts_a_module(a: Analysis) -> bool:
     """``.half()``, ``.bfloat16()`` or ``.to(<half dtype>)`` called on a module."""
-    for call, func in a.method_calls("half", "bfloat16", "to"):
-        dtypes = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
-        if func.attr == "to" and not any(K.dtype_name(a.qualname(d)) in _HALF for d in dtypes):
-            continue
-        info = a.info(func.value)
-        if info is not None and info.kind == K.MODULE:
-            return True
-    return False
+    casts = a.method_calls("half", "bfloat16", "to")
+    return any(module_cast_dtype(a, call) in _HALF for call, _ in casts)
 
 
 def _made_with_dtype(a: Analysis, func: ast.expr) -> bool:
@@ -243,8 +229,7 @@ def _decorated(fn: ast.FunctionDef | ast.AsyncFunctionDef, suffix: str) -> ast.e
     ``functools.partial``, which a qualified name would not follow."""
     for deco in fn.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
-        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if last.endswith(suffix):
+        if (last_name(target) or "").endswith(suffix):
             return deco
     return None
 
@@ -253,23 +238,9 @@ def _multiplies(fn: ast.AST) -> bool:
     for node in walk_local(fn):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name in _MATMULS:
-                return True
+        if isinstance(node, ast.Call) and last_name(node.func) in _MATMULS:
+            return True
     return False
-
-
-def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    return next(
-        (
-            s
-            for s in cls.body
-            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
-        ),
-        None,
-    )
 
 
 def _header(a: Analysis, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Location:
@@ -294,7 +265,7 @@ def custom_function_without_autocast_decorators(a: Analysis) -> Iterator[Finding
 
 
 def _undecorated(a: Analysis, cls: ast.ClassDef) -> Finding | None:
-    forward, backward = _method(cls, "forward"), _method(cls, "backward")
+    forward, backward = a.method(cls, "forward"), a.method(cls, "backward")
     if forward is None or backward is None:
         return None
     if not _multiplies(backward):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.context import is_self_attr
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -227,12 +228,7 @@ def _appended(a: Analysis, node: ast.Assign, attr: str) -> list[ast.expr]:
     return [
         call.args[0]
         for call, func in a.method_calls("append")
-        if len(call.args) == 1
-        and isinstance(func.value, ast.Attribute)
-        and func.value.attr == attr
-        and isinstance(func.value.value, ast.Name)
-        and func.value.value.id == "self"
-        and a.function_of(call) is owner
+        if len(call.args) == 1 and is_self_attr(func.value, attr) and a.function_of(call) is owner
     ]
 
 

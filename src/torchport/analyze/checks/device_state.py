@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value
-from torchport.analyze.context import Func
+from torchport.analyze.checks.values import assigned_value, parameter_defaults
+from torchport.analyze.context import Func, is_self_attr
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Finding, Fix, Location
 from torchport.rules import device as R
@@ -152,16 +152,8 @@ def _parameter_names(func: Func) -> list[str]:
 
 def _passed_generator(a: Analysis, func: Func, param: str, depth: int) -> ast.Call | None:
     """A CPU generator given to ``param``: its default, or what a same-file caller passes."""
-    args = func.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(
-        zip(
-            [p.arg for p in positional[len(positional) - len(args.defaults) :]],
-            args.defaults,
-            strict=True,
-        )
-    )
-    defaults |= {p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+    positional = [*func.args.posonlyargs, *func.args.args]
+    defaults = parameter_defaults(func)
     if param in defaults:
         made = _cpu_generator(a, defaults[param], func.lineno, depth + 1)
         if made is not None:
@@ -198,17 +190,8 @@ def _self_assignments(cls: ast.ClassDef, attr: str) -> Iterator[ast.expr]:
         if not isinstance(method, Func):
             continue
         for node in ast.walk(method):
-            if isinstance(node, ast.Assign) and any(_is_self_attr(t, attr) for t in node.targets):
+            if isinstance(node, ast.Assign) and any(is_self_attr(t, attr) for t in node.targets):
                 yield node.value
-
-
-def _is_self_attr(node: ast.expr, attr: str) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == attr
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
 
 
 # --- TP119 -----------------------------------------------------------------------------------
@@ -232,7 +215,7 @@ def device_captured_in_init(a: Analysis) -> Iterator[Finding]:
             if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
                 continue
             target = stmt.targets[0]
-            if not isinstance(target, ast.Attribute) or not _is_self_attr(target, target.attr):
+            if not isinstance(target, ast.Attribute) or not is_self_attr(target, target.attr):
                 continue
             attr = target.attr
             if attr in defined or not _captures_device(a, stmt.value):
@@ -300,7 +283,7 @@ def _assigned_elsewhere(a: Analysis, cls: ast.ClassDef, init: Func, attr: str) -
         for target in node.targets:
             if not isinstance(target, ast.Attribute) or target.attr != attr:
                 continue
-            if not _is_self_attr(target, attr) or (func is not None and a.class_of(func) is cls):
+            if not is_self_attr(target, attr) or (func is not None and a.class_of(func) is cls):
                 return True
     return any(isinstance(c.func, ast.Name) and c.func.id == "setattr" for c in a.calls)
 
@@ -318,7 +301,7 @@ def _device_uses(a: Analysis, cls: ast.ClassDef, init: Func, attr: str) -> list[
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and node.args:
                 given.append(node.args[0])
-            if any(_is_self_attr(g, attr) for g in given):
+            if any(is_self_attr(g, attr) for g in given):
                 out.append(a.loc(node))
     return out
 

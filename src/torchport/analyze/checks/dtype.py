@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import module_cast_dtype
 from torchport.analyze.context import walk_local
 from torchport.analyze.edits import (
     add_first_argument,
@@ -358,20 +359,7 @@ def _scaler_enabled(a: Analysis, scaler: ast.Call) -> bool:
 def _bf16_model_cast(a: Analysis, call: ast.Call) -> bool:
     """``model.bfloat16()`` / ``model.to(torch.bfloat16)`` on a module whose parameters an
     optimizer (or gradient clipping) takes: a frozen reference model may be bfloat16."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    if func.attr == "bfloat16":
-        if call.args:
-            return False
-    elif func.attr == "to":
-        dtypes = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
-        if not any(_bf16(a, d) for d in dtypes):
-            return False
-    else:
-        return False
-    info = a.info(func.value)
-    if info is None or info.kind != K.MODULE:
+    if module_cast_dtype(a, call) != "bfloat16":
         return False
     return bool(_model_names(a, call) & _trained_names(a))
 

@@ -6,6 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import parameter_defaults
+from torchport.analyze.context import is_self_attr
 from torchport.analyze.edits import ensure_import, replace_node
 from torchport.findings import Finding, Fix, Safety
 from torchport.rules import dtype as R
@@ -72,7 +74,7 @@ def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
         for side in (node.left, node.right):
             if isinstance(side, ast.Name):
                 value = named.get(side.id)
-            elif _is_self_attribute(side):
+            elif is_self_attr(side):
                 cls = a.class_of(a.function_of(node) or a.tree)
                 value = attributes.get((cls, side.attr)) if cls is not None else None  # type: ignore[attr-defined]
             else:
@@ -105,14 +107,6 @@ def _named_numbers(a: Analysis) -> dict[str, float]:
     return out
 
 
-def _is_self_attribute(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
-
-
 def _attribute_numbers(a: Analysis) -> dict[tuple[ast.ClassDef, str], float]:
     """``self.eps`` of each class, where ``__init__`` sets it to a number or to a parameter
     with a number as default (``def __init__(self, eps=1e-10): self.eps = eps``)."""
@@ -122,16 +116,12 @@ def _attribute_numbers(a: Analysis) -> dict[tuple[ast.ClassDef, str], float]:
         init = a.method(cls, "__init__")
         if init is None:
             continue
-        params = [*init.args.posonlyargs, *init.args.args]
-        given = params[len(params) - len(init.args.defaults) :]  # the last ones have defaults
-        defaults = {p.arg: d for p, d in zip(given, init.args.defaults, strict=True)}
-        keywords = zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True)
-        defaults |= {p.arg: d for p, d in keywords if d is not None}
+        defaults = parameter_defaults(init)
         for stmt in ast.walk(init):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                 continue
             target, value = stmt.targets[0], stmt.value
-            if not _is_self_attribute(target):
+            if not is_self_attr(target):
                 continue
             if isinstance(value, ast.Name) and value.id in defaults:
                 value = defaults[value.id]

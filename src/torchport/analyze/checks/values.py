@@ -7,7 +7,7 @@ import ast
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis
-from torchport.analyze.context import walk_local
+from torchport.analyze.context import Func, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Location
 
@@ -75,3 +75,30 @@ def made_at(a: Analysis, node: ast.AST) -> tuple[Location, ...]:
     if bound is None or bound.lineno == node.lineno:
         return ()
     return (a.loc(bound),)
+
+
+def parameter_defaults(func: Func) -> dict[str, ast.expr]:
+    """Each parameter of ``func`` that has a default, with it (positional and keyword-only)."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    given = positional[len(positional) - len(args.defaults) :]  # the last ones have defaults
+    defaults = {p.arg: d for p, d in zip(given, args.defaults, strict=True)}
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    return defaults | {p.arg: d for p, d in keywords if d is not None}
+
+
+def module_cast_dtype(a: Analysis, call: ast.Call) -> str | None:
+    """The dtype ``model.half()``, ``model.bfloat16()`` or ``model.to(<dtype>)`` casts an evident
+    module to (``float16``, ``bfloat16``...); None for any other call."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    if func.attr in ("half", "bfloat16"):
+        dtype = None if call.args else K.dtype_name(func.attr)
+    elif func.attr == "to":
+        given = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
+        dtype = next((d for d in (K.dtype_name(a.qualname(g)) for g in given) if d), None)
+    else:
+        return None
+    info = a.info(func.value) if dtype is not None else None
+    return dtype if info is not None and info.kind == K.MODULE else None

@@ -11,14 +11,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.context import walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import distributed as R
 
 _WRAPPERS = ("torch.nn.parallel.DistributedDataParallel",)
-_MOVES = ("to", "cuda")
-_DEVICE_WORDS = ("device", "cuda", "rank", "gpu")
 
 
 @detector(R.WrappedBeforeMoved)
@@ -29,8 +26,7 @@ def wrapped_before_moved(a: Analysis) -> Iterator[Finding]:
             continue
         target = _bound_to(a, wrap)
         owner = a.function_of(wrap) or a.tree
-        names = (module.id, target)
-        moves = [m for m in _moves(a, owner) if m.func.value.id in names]  # type: ignore[attr-defined]
+        moves = _moves(a, owner, (module.id, target))
         earlier = [m for m in moves if m.lineno < wrap.lineno]
         later = [m for m in moves if m.lineno > wrap.end_lineno]  # type: ignore[operator]
         if earlier or not later:
@@ -61,17 +57,13 @@ def _bound_to(a: Analysis, wrap: ast.Call) -> str | None:
     return None
 
 
-def _moves(a: Analysis, owner: ast.AST) -> Iterator[ast.Call]:
-    """``x.cuda(...)``, and ``x.to(...)`` to something named as a device (not a dtype), on a
-    plain name."""
-    for node in walk_local(owner):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _MOVES
-            and isinstance(node.func.value, ast.Name)
-        ):
-            continue
-        where = " ".join(a.text(arg) for arg in [*node.args, *(k.value for k in node.keywords)])
-        if node.func.attr == "cuda" or any(w in where.lower() for w in _DEVICE_WORDS):
-            yield node
+def _moves(a: Analysis, owner: ast.AST, names: tuple[str | None, ...]) -> list[ast.Call]:
+    """``x.to(<device>)`` and ``x.cuda()`` in ``owner`` on a plain name among ``names``."""
+    return [
+        call
+        for call, _ in a.device_moves
+        if isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in names
+        and (a.function_of(call) or a.tree) is owner
+    ]
