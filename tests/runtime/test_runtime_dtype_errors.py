@@ -49,6 +49,19 @@ def test_a_value_that_does_not_fit_float16_is_reported_with_finfo_as_the_fix() -
     assert found.fix is not None and "finfo" in found.fix.title
 
 
+def test_an_indexed_write_beyond_float16_is_reported_where_torch_stores_inf() -> None:
+    with watch("cuda") as w:
+        logits = torch.zeros(2, 5, dtype=torch.float16, device="cuda")
+        logits[0, 1] = float(2**30)  # written as inf
+        logits[1, 1] = 60000.0  # fits float16
+        wide = torch.zeros(2, 5, device="cuda")
+        wide[0, 1] = float(2**30)  # float32 holds it
+    assert torch.isinf(logits[0, 1]).item()
+    [found] = [f for f in w.findings if f.code == "TP317"]
+    assert found.location is not None and found.location.line == _line("# written as inf")
+    assert found.fix is not None and "finfo" in found.fix.title
+
+
 def test_float32_input_to_float16_weights_is_reported_with_both_dtypes() -> None:
     with watch("cuda") as w, pytest.raises(RuntimeError):
         weight = torch.randn(2, 3, device="cuda").half()

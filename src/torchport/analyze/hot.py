@@ -1,7 +1,8 @@
 """The hot loop: the body of a training or evaluation loop, and same-file code called from it.
 
 A loop is hot when it iterates a DataLoader, or when its own body (not a nested loop's)
-calls ``backward()``, ``optimizer.step()`` or a model. Functions and methods of the same file
+calls ``backward()``, ``optimizer.step()`` or a model, or a same-file function that does so
+without a loop of its own (a trainer's ``_update(batch)``). Functions and methods of the same file
 called from a hot loop (including a module's ``forward`` when the model is called, and the
 methods of same-file objects: a meter's ``update``, a callback's ``on_step_end``) are hot too.
 
@@ -61,7 +62,23 @@ def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
             return True
         if info is None and _named(iterable).endswith("loader"):
             return True
-    return any(_is_step(ctx, node) for node in _own_body(loop))
+    return any(_is_step(ctx, node) or _calls_a_step(ctx, node) for node in _own_body(loop))
+
+
+def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
+    """A call of a same-file function that makes one training step (``self._update(batch)``
+    whose body calls ``loss.backward()`` outside any loop of its own): the loop calling it is
+    the training loop. A function that loops over batches itself (``train_epoch``) has its own
+    hot loop, and the loop calling it runs once per epoch."""
+    if depth == 0 or not isinstance(node, ast.Call) or rarely_runs(ctx, node):
+        return False
+    for func in _callees(ctx, node):
+        body = _own_body(func)
+        if any(isinstance(n, _LOOPS) for n in body):
+            continue
+        if any(_is_step(ctx, n) or _calls_a_step(ctx, n, depth - 1) for n in body):
+            return True
+    return False
 
 
 def _named(node: ast.expr) -> str:

@@ -281,6 +281,44 @@ class CheckpointWithoutScalerState(Rule):
     severity = Severity.WARNING
 
 
+@register
+class PenaltyFromScaledGradients(Rule):
+    """## What it does
+    Flags `torch.autograd.grad` taken of a GradScaler-scaled output
+    (`torch.autograd.grad(scaler.scale(out), inputs, create_graph=True)`) in a file that never
+    reads the scale back (`scaler.get_scale()`) to divide the gradients by it.
+
+    ## Why is this bad?
+    The gradients come out multiplied by the loss scale (65536 at first). A gradient penalty
+    (WGAN-GP, R1) or a gradient norm built from them is off by that factor: it pushes the norm
+    towards 1/scale instead of 1 and overflows in float16, so steps are skipped and the scale
+    collapses. On the CPU the scaler is disabled and the numbers look right.
+
+    ## Example
+    ```python
+    (grads,) = torch.autograd.grad(scaler.scale(score.sum()), x, create_graph=True)
+    penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+    ```
+
+    ## Use instead
+    ```python
+    (scaled,) = torch.autograd.grad(scaler.scale(score.sum()), x, create_graph=True)
+    grads = scaled / scaler.get_scale()
+    penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Automatic Mixed Precision examples: gradient penalty](https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-penalty)
+    """
+
+    code = "TP320"
+    name = "penalty-from-scaled-gradients"
+    severity = Severity.WARNING
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 

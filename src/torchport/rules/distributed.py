@@ -378,3 +378,46 @@ class WrappedBeforeMoved(Rule):
     code = "TP411"
     name = "wrapped-before-moved"
     severity = Severity.ERROR
+
+
+@register
+class NcclGroupWithoutDevice(Rule):
+    """## What it does
+    Flags `dist.init_process_group` with the NCCL backend (`"nccl"`, or a choice that can be
+    `"nccl"`) in a file that never tells the process which GPU is its own: no
+    `torch.cuda.set_device(local_rank)`, no `device_id=` for the group, no
+    `CUDA_VISIBLE_DEVICES` set per process.
+
+    ## Why is this bad?
+    The current CUDA device of every process stays GPU 0. NCCL's communicators, `barrier()`,
+    and every `torch.cuda` call without an index (`memory_allocated()`, `empty_cache()`,
+    `.cuda()`) then use GPU 0 from all processes: GPU 0 holds one CUDA context per process and
+    runs out of memory first, and a barrier can hang when ranks disagree about their device.
+    One GPU hides it.
+
+    ## Example
+    ```python
+    def worker(rank, world_size):
+        dist.init_process_group("nccl", rank=rank, world_size=world_size)
+        model = DDP(Net().to(rank), device_ids=[rank])
+    ```
+
+    ## Use instead
+    ```python
+    def worker(rank, world_size):
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", rank=rank, world_size=world_size)
+        model = DDP(Net().to(rank), device_ids=[rank])
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.distributed: "ensure that each rank has an individual GPU, via torch.cuda.set_device"](https://pytorch.org/docs/stable/distributed.html)
+    """
+
+    code = "TP412"
+    name = "nccl-group-without-device"
+    severity = Severity.WARNING
+

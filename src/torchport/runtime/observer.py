@@ -24,6 +24,7 @@ from torchport.rules.dtype import DtypeErrorAtRunTime, ImplicitFloat64Promotion,
 from torchport.rules.transfer import NonBlockingHostReadBeforeSync
 from torchport.runtime import (
     accumulate,
+    halfrange,
     losses,
     simdevices,
     simgenerator,
@@ -185,6 +186,8 @@ class Observer(TorchFunctionMode):
                 handler = losses.checked(self, func, handler)
             elif func is T.__getitem__:
                 handler = functools.partial(syncs.masked_index, self, handler)
+            elif func is T.__setitem__:
+                handler = halfrange.checked(self, handler)
         if func in accumulate.ADDITIONS:
             handler = self.accumulation.checked(handler)
         with contextlib.suppress(TypeError):  # an unhashable callable: classified every time

@@ -19,3 +19,23 @@ def train(model, dataset, optimizer, device):
         message = f"loss {loss:.4f}"
         while loss > 100:
             loss = loss / 2
+
+
+class Trainer:
+    def __init__(self, model, optimizer, device):
+        self.model, self.optimizer, self.device = model.to(device), optimizer, device
+
+    def check_gradients(self):
+        for p in self.model.parameters():
+            if not torch.isfinite(p.grad).all():
+                raise FloatingPointError("non-finite gradient")
+
+    def update(self, x):
+        loss = self.model(x).sum()
+        loss.backward()
+        self.check_gradients()
+        self.optimizer.step()
+
+    def fit(self, data, steps):
+        for _ in range(steps):  # the training loop: update() makes one step
+            self.update(data.to(self.device))

@@ -27,3 +27,24 @@ def train_logged(model, dataset, optimizer, device, every=10):
                 break
         if y is None or step in (1, 2):
             continue
+
+
+class Trainer:
+    def __init__(self, model, optimizer, loader, device):
+        self.model, self.optimizer, self.device = model.to(device), optimizer, device
+        self.loader = loader
+
+    def train_epoch(self):
+        total = torch.zeros((), device=self.device)
+        for x in self.loader:
+            loss = self.model(x.to(self.device)).sum()
+            loss.backward()
+            self.optimizer.step()
+            total += loss.detach()
+        return total
+
+    def fit(self, epochs):
+        for epoch in range(epochs):  # one epoch at a time: a read per epoch is fine
+            total = self.train_epoch()
+            if total < 0.01:
+                break

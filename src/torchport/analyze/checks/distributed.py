@@ -319,6 +319,33 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
             break
 
 
+@detector(R.NcclGroupWithoutDevice)
+def nccl_group_without_device(a: Analysis) -> Iterator[Finding]:
+    if not _may_use_nccl(a) or _sets_device(a):
+        return
+    for call in a.call_named("torch.distributed.init_process_group"):
+        backend = call.args[0] if call.args else keyword(call, "backend")
+        if isinstance(backend, ast.Name):
+            backend = assigned_value(a, backend, call.lineno)
+        if backend is None or "nccl" not in a.text(backend):
+            continue
+        yield R.NcclGroupWithoutDevice.finding(
+            "this NCCL process group starts while every process's current GPU is still GPU 0 "
+            "(the file never calls `torch.cuda.set_device`): NCCL, `barrier()` and index-less "
+            "CUDA calls of all ranks use GPU 0; call `torch.cuda.set_device(local_rank)` first",
+            a.loc(call),
+            Fix("call torch.cuda.set_device(local_rank) before init_process_group"),
+        )
+
+
+def _sets_device(a: Analysis) -> bool:
+    """The file picks each process's GPU: ``set_device``, a group ``device_id``, or
+    ``CUDA_VISIBLE_DEVICES`` (set per process, each sees only its own GPU)."""
+    if any(a.method_calls("set_device")) or "CUDA_VISIBLE_DEVICES" in a.source:
+        return True
+    return any(keyword(c, "device_id") is not None for c in a.calls)
+
+
 def _may_use_nccl(a: Analysis) -> bool:
     """The file starts a process group and names the "nccl" backend somewhere."""
     if "nccl" not in a.source or not any(a.call_named("torch.distributed.init_process_group")):

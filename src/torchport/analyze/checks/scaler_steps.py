@@ -1,5 +1,6 @@
 """Static detectors of the GradScaler's step sequence: `optimizer.step()` that bypasses the
-scaler (TP309), and `scaler.update()` never called or skipped after `unscale_` (TP310)."""
+scaler (TP309), `scaler.update()` never called or skipped after `unscale_` (TP310), and
+gradients of a scaled output used as they are (TP320)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.edits import insert_at, replace_node
 from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.rules import amp as A
 from torchport.rules import dtype as R
 
 
@@ -127,6 +129,45 @@ def _updates_skipped(a: Analysis, owner: ast.AST) -> Iterator[Finding]:
                 Fix(f"call `{a.name(update)}` before `{word}`"),
                 related=(a.loc(update),),
             )
+
+
+@detector(A.PenaltyFromScaledGradients)
+def penalty_from_scaled_gradients(a: Analysis) -> Iterator[Finding]:
+    # A file that reads the scale back is taken to divide by it (where is not followed).
+    if not a.makes_scaler or "get_scale" in a.source:
+        return
+    for call in a.call_named("torch.autograd.grad"):
+        outputs = call.args[0] if call.args else _keyword(call, "outputs")
+        scaled = next((n for n in _outputs(outputs) if _is_scaled(a, n)), None)
+        if scaled is None:
+            continue
+        yield A.PenaltyFromScaledGradients.finding(
+            f"these gradients are of `{a.name(scaled)}`, multiplied by the loss scale, and "
+            "the file never divides by `scaler.get_scale()`: a penalty or norm built from "
+            "them is off by the scale (65536 at first) on the GPU",
+            a.loc(call),
+            Fix("divide the gradients by scaler.get_scale() before using them"),
+        )
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _outputs(node: ast.expr | None) -> list[ast.expr]:
+    """The output or outputs handed to ``autograd.grad`` (a list or tuple of them too)."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return list(node.elts)
+    return [] if node is None else [node]
+
+
+def _is_scaled(a: Analysis, node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "scale"
+        and _is_scaler(a, node.func.value)
+    )
 
 
 def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:

@@ -254,6 +254,7 @@ def loss_accumulated_as_tensor(a: Analysis) -> Iterator[Finding]:
             holder, verb = a.name(node.func.value), "append"
         else:
             continue
+        value = _scaled_term(value) if verb == "add" else value
         if not isinstance(value, ast.Name) or not _is_loss(a, value):
             continue
         if verb == "append" and not _backward_on(a, value):
@@ -268,6 +269,14 @@ def loss_accumulated_as_tensor(a: Analysis) -> Iterator[Finding]:
                 Safety.UNSAFE,
             ),
         )
+
+
+def _scaled_term(value: ast.expr) -> ast.expr:
+    """The tensor of ``loss / len(loader)`` or ``loss * x.size(0)`` (what a running mean adds:
+    the product keeps the graph as the loss itself does), else ``value``."""
+    while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult | ast.Div):
+        value = value.left
+    return value
 
 
 def _appends(node: ast.AST) -> bool:
