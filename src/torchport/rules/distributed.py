@@ -420,4 +420,3 @@ class NcclGroupWithoutDevice(Rule):
     code = "TP412"
     name = "nccl-group-without-device"
     severity = Severity.WARNING
-
