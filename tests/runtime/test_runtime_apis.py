@@ -161,6 +161,14 @@ def test_ddp_without_device_ids_is_reported_unless_the_process_chose_its_device(
     assert _codes(_ddp(set_device)) == expected
 
 
+def _drawn_from_a_seeded_host_generator() -> None:
+    # a reproducible CPU stream: drawing it on the device would need a device generator
+    model = nn.Linear(4, 1).to("cuda")
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        model(torch.randn(2, 4, generator=g).to("cuda")).sum().backward()
+
+
 def _numpy_of_device_tensor() -> None:
     torch.randn(3, device="cuda").numpy()  # TP108
 
@@ -235,6 +243,7 @@ def _sampler_unused() -> None:
         (_numpy_of_device_tensor, {("TP108", _line("TP108"))}),
         (_generated_on_host_each_step, {("TP104", _line("TP104"))}),
         (_generated_on_host_once, set()),
+        (_drawn_from_a_seeded_host_generator, set()),
         (_masked_in_loop, {("TP206", _line("TP206"))}),
         (_unpinned_loader, {("TP201", _line("TP201"))}),
         (_unpinned_once_or_by_choice, set()),

@@ -62,6 +62,39 @@ def test_an_indexed_write_beyond_float16_is_reported_where_torch_stores_inf() ->
     assert found.fix is not None and "finfo" in found.fix.title
 
 
+def test_whole_numbers_a_bfloat16_cast_rounds_are_reported_at_the_cast() -> None:
+    with watch("cuda") as w:
+        t = torch.tensor([998.0, 500.0], device="cuda")
+        step = t.to(dtype=torch.bfloat16)  # 998 becomes 1000
+        small = torch.tensor([3.0, 200.0], device="cuda").bfloat16()  # exact in bfloat16
+        noise = (torch.randn(64, device="cuda") * 1000).half()  # not whole numbers
+    assert step[0].item() == 1000.0 and small.dtype == torch.bfloat16 and noise.dtype == torch.float16
+    [found] = [f for f in w.findings if f.code == "TP355"]
+    assert found.location is not None and found.location.line == _line("# 998 becomes 1000")
+    assert "998 becomes 1000" in found.message
+
+
+def test_a_long_bfloat16_arange_is_reported_and_a_short_one_is_not() -> None:
+    with watch("cuda") as w:
+        torch.arange(100, device="cuda", dtype=torch.bfloat16)
+        torch.arange(1024, device="cuda", dtype=torch.bfloat16)  # positions collide
+        torch.arange(1024, device="cuda", dtype=torch.float16)  # exact up to 2048
+    [found] = [f for f in w.findings if f.code == "TP355"]
+    assert found.location is not None and found.location.line == _line("# positions collide")
+
+
+def test_a_float16_overflow_is_reported_once_where_float32_stays_finite() -> None:
+    with watch("cuda") as w:
+        x = torch.full((4, 8), 300.0, device="cuda").half()
+        scores = torch.zeros(4, 8, device="cuda").half()
+        masked = scores.masked_fill(scores == 0, float("-inf"))  # -inf on purpose: no finding
+        var = (x - x.mean()).pow(2) + x.pow(2)  # 300**2 overflows float16
+        again = x.pow(2)  # a later overflow follows the first
+    assert torch.isinf(masked).all() and torch.isinf(var).all() and torch.isinf(again).all()
+    [found] = [f for f in w.findings if f.code == "TP351"]
+    assert found.location is not None and found.location.line == _line("# 300**2 overflows float16")
+
+
 def test_float32_input_to_float16_weights_is_reported_with_both_dtypes() -> None:
     with watch("cuda") as w, pytest.raises(RuntimeError):
         weight = torch.randn(2, 3, device="cuda").half()

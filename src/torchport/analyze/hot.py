@@ -43,13 +43,35 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
     return hot
 
 
-def _mark(ctx: FileContext, body: list[ast.stmt], hot: set[ast.AST], todo: list[Func]) -> None:
+def reached_from(ctx: FileContext, bodies: list[list[ast.stmt]]) -> set[ast.AST]:
+    """Every node of these bodies and of the same-file functions they call, transitively (what
+    runs inside an autocast block, a module's ``forward`` and its loss included)."""
+    nodes: set[ast.AST] = set()
+    todo: list[Func] = []
+    for body in bodies:
+        _mark(ctx, body, nodes, todo, every=True)
+    seen: set[Func] = set()
+    while todo:
+        func = todo.pop()
+        if func not in seen:
+            seen.add(func)
+            _mark(ctx, func.body, nodes, todo, every=True)
+    return nodes
+
+
+def _mark(
+    ctx: FileContext,
+    body: list[ast.stmt],
+    hot: set[ast.AST],
+    todo: list[Func],
+    every: bool = False,
+) -> None:
     """Add every node of ``body`` to ``hot`` and the same-file functions it calls to ``todo``
     (not those called once or every N steps: ``if step % 100 == 0: log(...)``)."""
     for stmt in body:
         for inner in descendants(stmt):
             hot.add(inner)
-            if isinstance(inner, ast.Call) and not rarely_runs(ctx, inner):
+            if isinstance(inner, ast.Call) and (every or not rarely_runs(ctx, inner)):
                 todo.extend(_callees(ctx, inner))
 
 
@@ -114,6 +136,12 @@ def _is_step(ctx: FileContext, node: ast.AST) -> bool:
             if owner is not None and owner.kind in (K.OPTIMIZER, K.SCALER):
                 return True
             return "optim" in ctx.text(func.value).lower()
+    return looks_like_model_call(ctx, node)
+
+
+def looks_like_model_call(ctx: FileContext, node: ast.Call) -> bool:
+    """``model(x)``: a call of a module, or of a value held under a model's name."""
+    func = node.func
     if ctx.qualname(func) is not None:
         return False  # a library function or class (torch.cat, nn.Linear): never a model
     if isinstance(func, ast.Name) and func.id not in ctx.bound_names:

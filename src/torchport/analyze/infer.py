@@ -44,13 +44,20 @@ def infer(scope: Scope, expr: ast.expr, line: int) -> Info | None:
         for side, other in ((left, right), (right, left)):
             same = other is None or (side is not None and other.kind == side.kind)
             if side is not None and side.kind in (K.TENSOR, K.NDARRAY) and same:
-                return side
+                return _divided(side) if isinstance(expr.op, ast.Div) else side
         return None
     if isinstance(expr, ast.UnaryOp):
         return infer(scope, expr.operand, line)
     if isinstance(expr, ast.Compare):
         return _comparison(scope, expr, line)
     return None
+
+
+def _divided(side: Info) -> Info:
+    """``a / b`` of integer tensors is a floating one (of unknown width)."""
+    if side.dtype is not None and not side.dtype.startswith(("float", "bfloat", "complex")):
+        return replace(side, dtype=None)
+    return side
 
 
 def _comparison(scope: Scope, expr: ast.Compare, line: int) -> Info | None:
@@ -169,6 +176,10 @@ def _qualified_call(scope: Scope, call: ast.Call, q: str, line: int) -> Info | N
         return Info(
             K.TENSOR, dtype=dtype, device="cpu", origin=f"torch.from_numpy (line {call.lineno})"
         )
+    if q == "torch.nn.functional.one_hot" and call.args:
+        indices = infer(scope, call.args[0], line)
+        device = indices.device if indices is not None and indices.kind == K.TENSOR else None
+        return Info(K.TENSOR, dtype="int64", device=device)
     if q in K.TENSOR_OPS or q.startswith("torch.nn.functional."):
         devices = [infer(scope, a, line) for a in call.args[:2]]
         accel = next((d for d in devices if d is not None and d.device == "accel"), None)

@@ -319,6 +319,39 @@ class PenaltyFromScaledGradients(Rule):
     severity = Severity.WARNING
 
 
+@register
+class BinaryCrossEntropyUnderAutocast(Rule):
+    """## What it does
+    Flags `F.binary_cross_entropy` or an `nn.BCELoss` called inside a CUDA autocast block,
+    or in a function or module (a loss's `forward`) that such a block calls.
+
+    ## Why is this bad?
+    CUDA autocast refuses both: "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss
+    are unsafe to autocast" (their float16 gradients overflow). The CPU path, where autocast is
+    off or on the CPU, runs; the first GPU step stops.
+
+    ## Example
+    ```python
+    probs = torch.sigmoid(model(x))
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = F.binary_cross_entropy(probs, target)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = F.binary_cross_entropy_with_logits(model(x), target)  # drop the sigmoid
+    ```
+
+    ## Fix safety
+    No automatic fix: the sigmoid before it has to go too.
+    """
+
+    code = "TP322"
+    name = "binary-cross-entropy-under-autocast"
+    severity = Severity.ERROR
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 

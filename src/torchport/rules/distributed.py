@@ -420,3 +420,44 @@ class NcclGroupWithoutDevice(Rule):
     code = "TP412"
     name = "nccl-group-without-device"
     severity = Severity.WARNING
+
+
+@register
+class AccumulationWithoutNoSync(Rule):
+    """## What it does
+    Flags `loss.backward()` at every micro-batch of a gradient accumulation
+    (`optimizer.step()` only every N batches) in a file that wraps the model in
+    `DistributedDataParallel` and never uses `model.no_sync()`.
+
+    ## Why is this bad?
+    DDP all-reduces the gradients at every backward. With accumulation only the last
+    micro-batch's reduction is needed: the others move the whole gradient over the network for
+    nothing, so N-step accumulation pays N all-reduces per optimizer step.
+
+    ## Example
+    ```python
+    for step, (x, y) in enumerate(loader):
+        (loss_fn(ddp_model(x), y) / accum).backward()
+        if (step + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Use instead
+    ```python
+    for step, (x, y) in enumerate(loader):
+        last = (step + 1) % accum == 0
+        with contextlib.nullcontext() if last else ddp_model.no_sync():
+            (loss_fn(ddp_model(x), y) / accum).backward()
+        if last:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP413"
+    name = "accumulation-without-no-sync"
+    severity = Severity.WARNING

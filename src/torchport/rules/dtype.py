@@ -332,6 +332,38 @@ class GradScalerWithoutUpdate(Rule):
     severity = Severity.ERROR
 
 
+@register
+class NoDeviceKernelForDtype(Rule):
+    """## What it does
+    Flags an op that the CPU computes for the dtype it is given but CUDA has no kernel for:
+    a matrix product of two integer tensors (`one_hot(t).T @ one_hot(p)`, `counts.t() @
+    counts`), and a bilinear or bicubic `F.interpolate` of a uint8 image, in a file that runs
+    on an accelerator.
+
+    ## Why is this bad?
+    The program runs on the CPU and stops on the GPU: "addmm_cuda" not implemented for
+    'Long', "upsample_bilinear2d_out_frame" not implemented for 'Byte'.
+
+    ## Example
+    ```python
+    confusion += F.one_hot(target, n).T @ F.one_hot(pred, n)
+    ```
+
+    ## Use instead
+    ```python
+    confusion += (F.one_hot(target, n).T.float() @ F.one_hot(pred, n).float()).long()
+    # or count pairs: confusion.view(-1).index_add_(0, target * n + pred, ones)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP321"
+    name = "no-device-kernel-for-dtype"
+    severity = Severity.ERROR
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 
@@ -370,7 +402,9 @@ class ImplicitFloat64Promotion(Rule):
 class NonFiniteOpOutput(Rule):
     """## What it does
     With `torchport run --check-finite`, reports the first op whose output holds inf or NaN
-    although its inputs were finite, with the module that ran it.
+    although its inputs were finite, with the module that ran it. Under `--simulate`, without
+    the option, the first float16 result that overflows (inf or NaN where the same op in
+    float32 stays finite) is reported.
 
     ## Why is this bad?
     In half precision an overflow (above 65504 in float16) turns into inf and then NaN; the loss
@@ -463,6 +497,40 @@ class DtypeErrorAtRunTime(Rule):
 
 
 @register
+class IntegersRoundedInLowPrecision(Rule):
+    """## What it does
+    Reports, at run time, whole numbers that a cast to bfloat16 or float16 changes (timesteps,
+    positions, counts: `t.to(dtype=torch.bfloat16)` with t = 998), and a `torch.arange` made
+    in one of those dtypes past the whole numbers it holds exactly (256 in bfloat16, 2048 in
+    float16).
+
+    ## Why is this bad?
+    bfloat16 keeps 8 significant bits: 998 becomes 1000, and positions 257 and 258 are the
+    same number. A diffusion model then embeds the wrong timestep and a rotary cache repeats
+    rows, silently, only on the GPU path where the model runs in half precision.
+
+    ## Example
+    ```python
+    timestep = t.expand(batch).to(device=device, dtype=model.dtype)  # bfloat16 on the GPU
+    positions = torch.arange(seq_len, device=device, dtype=inv_freq.dtype)
+    ```
+
+    ## Use instead
+    ```python
+    timestep = t.expand(batch).to(device)  # embed in float32, cast the embedding
+    positions = torch.arange(seq_len, device=device, dtype=torch.float32)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP355"
+    name = "integers-rounded-in-low-precision"
+    severity = Severity.WARNING
+
+
+@register
 class Float16OverflowingConstant(Rule):
     """## What it does
     Flags a constant beyond float16's range (±65504), such as `-1e9`, written into a tensor
@@ -507,6 +575,8 @@ class Float16VanishingEpsilon(Rule):
     `torch.log(p + 1e-15)`, or `norm + self.eps` where `__init__` has `eps=1e-10`) that
     float16 cannot hold, in a file that computes in float16 (`.half()`, `torch.float16`, or
     float16 autocast).
+    Also `F.normalize` and `F.cosine_similarity` left with their default eps (1e-12, 1e-8)
+    in a file that casts to float16 (under autocast their norms run in float32).
 
     ## Why is this bad?
     The smallest positive float16 is about 6e-8: `1e-8` and `1e-15` round to 0 when the other

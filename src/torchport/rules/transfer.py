@@ -338,6 +338,42 @@ class LoaderWithoutWorkers(Rule):
     severity = Severity.INFO
 
 
+@register
+class TimingWithoutSynchronize(Rule):
+    """## What it does
+    Flags a clock read (`time.perf_counter()`, `time.time()`) that ends the timing of a model
+    call on the accelerator with no synchronization since the call: no
+    `torch.cuda.synchronize()`, no `.item()` or `.cpu()` in between.
+
+    ## Why is this bad?
+    CUDA runs asynchronously: the call returns once its kernels are queued. The clock then
+    measures the launch, not the compute, and FPS or latency figures come out many times too
+    good (until a later sync makes another line look slow).
+
+    ## Example
+    ```python
+    start = time.perf_counter()
+    output = model(batch)
+    elapsed = time.perf_counter() - start
+    ```
+
+    ## Use instead
+    ```python
+    start = time.perf_counter()
+    output = model(batch)
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP211"
+    name = "timing-without-synchronize"
+    severity = Severity.WARNING
+
+
 # --- runtime rules (torchport run): TP250-TP299 ------------------------------------------
 
 

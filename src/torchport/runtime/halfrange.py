@@ -1,9 +1,18 @@
-"""A Python number beyond float16's range written into a float16 tensor (TP317 at run time).
+"""Values that float16 or bfloat16 cannot hold, seen where the program makes them.
 
-`masked_fill(mask, -1e9)` and `fill_(1e9)` refuse such a number (torch raises; the error is
-explained as TP353), but an indexed write (`scores[i, eos] = float(2**30)`) stores inf without
-a word, and the softmax after it turns the row into NaN. Only on the GPU path, where the
-tensor is float16, so `check` can only guess at it; the run sees the dtype.
+- TP317: a Python number beyond float16's range written into a float16 tensor by an indexed
+  write (`scores[i, eos] = float(2**30)`). `masked_fill(mask, -1e9)` and `fill_(1e9)` refuse
+  such a number (torch raises; explained as TP353); the indexed write stores inf without a
+  word, and the softmax after it turns the row into NaN.
+- TP355: whole numbers (timesteps, positions) that a cast to bfloat16 or float16 rounds, and a
+  `torch.arange` made in one of those dtypes past the whole numbers it holds exactly.
+- TP351, under the simulation: the first op whose float16 result overflows (inf or NaN from
+  finite inputs where the same op in float32 stays finite), as a variance of activations
+  squared in float16 does.
+
+Both happen only on the GPU path, where the tensors are in half precision, so `check` can only
+guess at them; the run sees the dtype. Reading values waits for the GPU: on a real device only
+host tensors are read (under the simulation every tensor is a host one).
 """
 
 from __future__ import annotations
@@ -14,21 +23,31 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchport.findings import Fix
-from torchport.rules.dtype import Float16OverflowingConstant
-from torchport.runtime.sites import user_site
+from torchport.rules.dtype import (
+    Float16OverflowingConstant,
+    IntegersRoundedInLowPrecision,
+    NonFiniteOpOutput,
+)
+from torchport.runtime import simtensor
+from torchport.runtime.sites import call_name, user_site
 
 if TYPE_CHECKING:
     from torchport.runtime.observer import Handler, Observer
 
+T = torch.Tensor
 FLOAT16_MAX = 65504.0
+# The largest N such that every whole number up to N is exact in the dtype.
+EXACT_WHOLE = {torch.bfloat16: 256, torch.float16: 2048}
+CASTS = {T.to, T.half, T.bfloat16, T.type}
+_SMALL = 4096  # timesteps and positions are small; activations are not read
 
 
-def checked(observer: Observer, handler: Handler) -> Handler:
+def setitem_checked(observer: Observer, handler: Handler) -> Handler:
     """``handler`` for ``Tensor.__setitem__``, with the written number checked first."""
 
     def setitem(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            _check(observer, args)
+            _check_written(observer, args)
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             observer.internal("checking an indexed write", internal)
         return handler(func, args, kwargs)
@@ -36,7 +55,41 @@ def checked(observer: Observer, handler: Handler) -> Handler:
     return setitem
 
 
-def _check(observer: Observer, args: tuple[Any, ...]) -> None:
+def cast_checked(observer: Observer, handler: Handler) -> Handler:
+    """``handler`` for a cast, with whole numbers it rounds checked after it."""
+
+    def cast(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        out = handler(func, args, kwargs)
+        try:
+            if isinstance(out, torch.Tensor) and out.dtype in EXACT_WHOLE and args:
+                _check_cast(observer, func, args[0], out)
+        except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+            observer.internal("checking a cast", internal)
+        return out
+
+    return cast
+
+
+def check_arange(observer: Observer, out: torch.Tensor) -> None:
+    """A ``torch.arange`` in bfloat16/float16 longer than the whole numbers the dtype holds."""
+    limit = EXACT_WHOLE.get(out.dtype)
+    if limit is None or out.dim() != 1 or out.numel() <= limit + 1:
+        return
+    if observer.sim is None and not out.is_cpu:
+        return
+    values = simtensor.plain(out)
+    if int(torch.unique(values).numel()) == values.numel():
+        return  # a step that keeps them apart (the dtype holds every even number to 512)
+    dtype = str(out.dtype).removeprefix("torch.")
+    _report_rounded(
+        observer,
+        "torch.arange",
+        f"torch.arange of {out.numel()} numbers in {dtype}: past {limit} neighbours round to "
+        "the same number, so positions or steps collide",
+    )
+
+
+def _check_written(observer: Observer, args: tuple[Any, ...]) -> None:
     if len(args) < 3 or type(args[2]) not in (int, float):
         return
     tensor, value = args[0], args[2]
@@ -53,3 +106,96 @@ def _check(observer: Observer, args: tuple[Any, ...]) -> None:
         Fix(f"write torch.finfo(tensor.dtype).{end} instead"),
     )
     observer.add(finding, site)
+
+
+def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -> None:
+    if not isinstance(source, torch.Tensor) or source.dtype in EXACT_WHOLE:
+        return
+    if source.dtype == torch.bool or source.is_complex() or not 0 < source.numel() <= _SMALL:
+        return
+    if observer.sim is None and not source.is_cpu:
+        return
+    before, after = simtensor.plain(source), simtensor.plain(out)
+    limit = EXACT_WHOLE[out.dtype]
+    if float(before.abs().max()) <= limit:
+        return
+    if before.is_floating_point() and not bool((before == before.round()).all()):
+        return  # not whole numbers: rounding them is what half precision is for
+    changed = after.double() != before.double()
+    if not bool(changed.any()):
+        return
+    worst = int(changed.nonzero()[0][0]) if before.dim() == 1 else None
+    example = ""
+    if worst is not None:
+        example = f" ({before[worst].item():g} becomes {after[worst].item():g})"
+    dtype = str(out.dtype).removeprefix("torch.")
+    _report_rounded(
+        observer,
+        call_name(func),
+        f"casting whole numbers up to {float(before.abs().max()):g} to {dtype} rounds "
+        f"{int(changed.sum())} of {before.numel()}{example}: {dtype} holds every whole number "
+        f"only up to {limit}",
+    )
+
+
+def _report_rounded(observer: Observer, name: str, message: str) -> None:
+    site = user_site(name)
+    finding = IntegersRoundedInLowPrecision.finding(
+        message,
+        None if site is None else site.location(),
+        Fix("keep timesteps and positions in float32 (cast what is computed from them)"),
+    )
+    observer.add(finding, site)
+
+
+def check_overflow(
+    observer: Observer, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+) -> None:
+    """TP351 for the first float16 result that overflows (simulation only: reads values)."""
+    try:
+        if bool(torch.isfinite(simtensor.plain(out)).all()) or not _finite_inputs(args, kwargs):
+            return
+        widened = func(*_widened(args), **{k: _widened(v) for k, v in kwargs.items()})
+        if not isinstance(widened, torch.Tensor) or not bool(torch.isfinite(widened).all()):
+            return  # inf in float32 too: what the program computes, not a float16 overflow
+    except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+        observer.internal("checking a float16 result", internal)
+        return
+    observer.watch_overflow = False  # the first overflow is the cause; the rest follow it
+    site = user_site(call_name(func))
+    module = observer.tracker.current
+    running = f" in {observer.tracker.path(module)}" if module is not None else ""
+    observer.add(
+        NonFiniteOpOutput.finding(
+            f"{call_name(func)}{running} overflows float16 (inf/NaN from finite inputs; the "
+            "same op in float32 stays finite): on the GPU path, where it runs in float16",
+            None if site is None else site.location(),
+            Fix("compute this op in float32 (`.float()`, cast back after), or scale it down"),
+            op=call_name(func),
+            dtype="float16",
+        ),
+        site,
+    )
+
+
+def _finite_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """No inf/NaN comes in: neither a tensor nor a number (``masked_fill(m, -inf)``)."""
+    for value in (*args, *kwargs.values()):
+        items = value if isinstance(value, list | tuple) else (value,)
+        for item in items:
+            if isinstance(item, torch.Tensor) and item.is_floating_point():
+                if not bool(torch.isfinite(simtensor.plain(item)).all()):
+                    return False
+            elif isinstance(item, float) and not math.isfinite(item):
+                return False
+    return True
+
+
+def _widened(value: Any) -> Any:
+    """``value`` with float16 tensors as float32 host copies (for the float32 reference)."""
+    if isinstance(value, torch.Tensor):
+        data = simtensor.plain(value)
+        return data.float() if data.dtype == torch.float16 else data
+    if isinstance(value, list | tuple):
+        return type(value)(_widened(v) for v in value)
+    return value

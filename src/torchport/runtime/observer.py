@@ -115,6 +115,9 @@ class Observer(TorchFunctionMode):
         self.closed = False
         self.count_ops = record.accelerator is not None
         self._check_finite = options.check_finite
+        # Under the simulation every tensor is a host one: a float16 result can be read for
+        # overflow at no sync (the general --check-finite covers it when asked for).
+        self.watch_overflow = simulation is not None and not options.check_finite
         self._handlers: dict[Any, Handler] = {}
         self.transfers = transfers.TransferHandlers(self)
         self.steady = SteadyState(self)
@@ -187,9 +190,11 @@ class Observer(TorchFunctionMode):
             elif func is T.__getitem__:
                 handler = functools.partial(syncs.masked_index, self, handler)
             elif func is T.__setitem__:
-                handler = halfrange.checked(self, handler)
+                handler = halfrange.setitem_checked(self, handler)
         if func in accumulate.ADDITIONS:
             handler = self.accumulation.checked(handler)
+        elif func in halfrange.CASTS:
+            handler = halfrange.cast_checked(self, handler)
         with contextlib.suppress(TypeError):  # an unhashable callable: classified every time
             self._handlers[func] = handler
         return handler
@@ -220,6 +225,8 @@ class Observer(TorchFunctionMode):
                 self._count(args)
             if self._check_finite:
                 self._finite(func, args, out)
+            elif self.watch_overflow and getattr(out, "dtype", None) is torch.float16:
+                halfrange.check_overflow(self, func, args, kwargs, out)
         except StrictFindingError:
             raise
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
@@ -367,11 +374,15 @@ class Observer(TorchFunctionMode):
         elif pin_host and self.sim is not None and isinstance(out, torch.Tensor):
             self.sim.pinned[out] = True
         if isinstance(out, torch.Tensor):
-            site = user_site(call_name(func))
+            # a draw from the program's own generator is not one to make on the device (TP104)
+            seeded = "(generator=…)" if kwargs.get("generator") is not None else ""
+            site = user_site(call_name(func) + seeded)
             if site is not None:
                 self.provenance.record(out, site)
                 if out.dtype == torch.float64:
                     self.record.float64_origins[site] += 1
+            if func is torch.arange:
+                halfrange.check_arange(self, out)
         return out
 
     def _from_data(

@@ -20,3 +20,8 @@ class Descriptor(torch.nn.Module):
 
     def forward(self, desc):
         return desc / (desc.norm(dim=1, keepdim=True) + self.eps)
+
+
+def embed(encoder, ids):
+    vectors = encoder.half()(ids)
+    return torch.nn.functional.normalize(vectors, dim=-1)  # default eps 1e-12

@@ -267,7 +267,7 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
         )
 
 
-def _autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
+def autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
     for node in a.of_type(ast.With, ast.AsyncWith):
         if isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
@@ -278,7 +278,7 @@ def _autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, as
 
 @detector(R.BackwardInsideAutocast)
 def backward_inside_autocast(a: Analysis) -> Iterator[Finding]:
-    for block, _ in _autocast_blocks(a):
+    for block, _ in autocast_blocks(a):
         for stmt in block.body:
             for node in descendants(stmt):
                 if (
@@ -304,7 +304,7 @@ def grad_scaler_with_bfloat16(a: Analysis) -> Iterator[Finding]:
         return
     scaled = tuple(a.loc(c) for c in scalers)
     models = [call for call in a.calls if _bf16_model_cast(a, call)]
-    autocasts = [cast for _, cast in _autocast_blocks(a) if _bf16(a, keyword(cast, "dtype"))]
+    autocasts = [cast for _, cast in autocast_blocks(a) if _bf16(a, keyword(cast, "dtype"))]
     for cast in autocasts:
         weights = ""
         if models:

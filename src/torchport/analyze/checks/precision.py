@@ -61,8 +61,17 @@ def _computes_in_float16(a: Analysis) -> bool:
     return "autocast" in source and "bfloat16" not in source
 
 
+# Functions whose default eps float16 cannot hold: a zero vector then divides 0 by 0.
+# (Under autocast their norms run in float32: only a file that casts to float16 is at risk.)
+_DEFAULT_EPS = {
+    "torch.nn.functional.normalize": 1e-12,
+    "torch.nn.functional.cosine_similarity": 1e-8,
+}
+
+
 @detector(R.Float16VanishingEpsilon)
 def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
+    yield from _default_eps(a)
     if "e-" not in a.source or not _computes_in_float16(a):
         return
     named = _named_numbers(a)
@@ -88,6 +97,22 @@ def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
                     Fix("compute this in float32 (`.float()`), or use an eps of 1e-4 or more"),
                 )
                 break
+
+
+def _default_eps(a: Analysis) -> Iterator[Finding]:
+    if ".half()" not in a.source and "float16" not in a.source and "torch.half" not in a.source:
+        return
+    for call in a.call_named(*_DEFAULT_EPS):
+        if any(k.arg in ("eps", None) for k in call.keywords) or len(call.args) > 3:
+            continue
+        eps = _DEFAULT_EPS[a.qualname(call.func) or ""]
+        yield R.Float16VanishingEpsilon.finding(
+            f"`{a.name(call)}` keeps its default eps ({eps:g}), which rounds to 0 in float16: "
+            "where the input is float16 (this file casts to float16) a zero vector gives 0/0 "
+            "= NaN; pass `eps=1e-6` or compute it in float32",
+            a.loc(call),
+            Fix("pass eps=1e-6 (float16 holds it), or compute it in float32"),
+        )
 
 
 def _literal(node: ast.expr) -> bool:

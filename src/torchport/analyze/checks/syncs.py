@@ -1,4 +1,5 @@
-"""Static detectors of host-device synchronizations in the hot loop (TP204-TP207).
+"""Static detectors of host-device synchronizations in the hot loop (TP204-TP207), and of the
+one that timing needs and lacks (TP211).
 
 A sync that runs once, or once every N steps (``if step % log_every == 0:``), is what we tell
 users to do; only syncs that run at every step are reported.
@@ -10,8 +11,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.hot import is_tensor, rarely_runs
+from torchport.analyze.checks.base import Analysis, detector, last_name
+from torchport.analyze.context import walk_local
+from torchport.analyze.hot import is_tensor, looks_like_model_call, rarely_runs
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules import transfer as R
 
@@ -162,3 +164,58 @@ def _is_synchronize(a: Analysis, call: ast.Call) -> bool:
         and isinstance(func.value, ast.Call)
         and a.qualname(func.value.func) in _STREAMS
     )
+
+
+_CLOCKS = frozenset({"time.perf_counter", "time.time", "time.monotonic", "timeit.default_timer"})
+# Calls that wait for the device (or time it with its own events) between two clock reads.
+_WAITS = frozenset(
+    {"synchronize", "item", "cpu", "numpy", "tolist", "elapsed_time", "wait", "block_until_ready"}
+)
+
+
+@detector(R.TimingWithoutSynchronize)
+def timing_without_synchronize(a: Analysis) -> Iterator[Finding]:
+    if "time" not in a.source or not a.uses_accelerator:
+        return
+    for owner in {a.function_of(c) or a.tree for c in a.call_named(*_CLOCKS)}:
+        nodes = list(walk_local(owner))
+        starts = _clock_names(a, nodes)
+        for node in nodes:
+            if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
+                continue
+            end, start = node.left, node.right
+            if not (isinstance(start, ast.Name) and start.id in starts and _is_clock(a, end)):
+                continue
+            begin = starts[start.id]
+            between = [n for n in nodes if begin < getattr(n, "lineno", 0) <= node.lineno]
+            calls = [n for n in between if isinstance(n, ast.Call)]
+            model = next((c for c in calls if looks_like_model_call(a, c)), None)
+            if model is None or any(last_name(c.func) in _WAITS for c in calls):
+                continue
+            yield R.TimingWithoutSynchronize.finding(
+                f"`{a.name(end)}` reads the clock after `{a.name(model)}` (line {model.lineno}) "
+                "without waiting for the GPU: CUDA calls return once queued, so this times the "
+                "launch; call `torch.cuda.synchronize()` before reading the clock",
+                a.loc(end),
+                Fix(
+                    "call torch.cuda.synchronize() before the clock read (or time with "
+                    "torch.cuda.Event(enable_timing=True))"
+                ),
+                related=(a.loc(model),),
+            )
+
+
+def _is_clock(a: Analysis, node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and a.qualname(node.func) in _CLOCKS
+
+
+def _clock_names(a: Analysis, nodes: list[ast.AST]) -> dict[str, int]:
+    """Names bound to a clock read (``start = time.perf_counter()``) and the line, the last
+    binding first-come (a timing loop rebinds ``start`` at the top of each iteration)."""
+    out: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _is_clock(a, node.value):
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                out.setdefault(target.id, node.lineno)
+    return out

@@ -1,4 +1,6 @@
-"""Static detector of a model wrapped in DDP with device ids before it is moved (TP411).
+"""Static detectors of how a model is wrapped in DDP and trained under it: wrapped with device
+ids before it is moved (TP411), gradients all-reduced at every micro-batch of an accumulation
+(TP413).
 
 DataParallel is not flagged: moving the wrapper after wrapping moves its module too, before
 the first forward pass, which is when DataParallel checks (with one GPU it moves the module
@@ -11,6 +13,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.context import walk_local
+from torchport.analyze.hot import rarely_runs
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import distributed as R
@@ -67,3 +71,34 @@ def _moves(a: Analysis, owner: ast.AST, names: tuple[str | None, ...]) -> list[a
         and call.func.value.id in names
         and (a.function_of(call) or a.tree) is owner
     ]
+
+
+@detector(R.AccumulationWithoutNoSync)
+def accumulation_without_no_sync(a: Analysis) -> Iterator[Finding]:
+    if "no_sync" in a.source or not any(a.call_named(*_WRAPPERS)):
+        return
+    for loop in a.of_type(ast.For, ast.While):
+        assert isinstance(loop, ast.For | ast.While)
+        calls = [n for stmt in loop.body for n in walk_local(stmt) if isinstance(n, ast.Call)]
+        steps = [c for c in calls if _attr(c) == "step" and "optim" in a.text(c.func).lower()]
+        if not steps or not all(rarely_runs(a, s) for s in steps):
+            continue  # a step at every iteration: no accumulation
+        for call in calls:
+            if _attr(call) != "backward" or rarely_runs(a, call) or _loop_of(a, call) is not loop:
+                continue
+            yield R.AccumulationWithoutNoSync.finding(
+                f"`{a.name(call)}` runs at every micro-batch while the optimizer steps every "
+                f"few (line {steps[0].lineno}): DDP all-reduces the gradients at each backward; "
+                "run the micro-batches before the last under `model.no_sync()`",
+                a.loc(call),
+                Fix("wrap the backward of every micro-batch but the last in `model.no_sync()`"),
+                related=(a.loc(steps[0]),),
+            )
+
+
+def _attr(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else ""
+
+
+def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:
+    return next((up for up in a.ancestors(node) if isinstance(up, ast.For | ast.While)), None)

@@ -1,0 +1,117 @@
+"""Static detectors of ops CUDA refuses where the CPU runs them: integer matrix products and
+bilinear/bicubic resizing of uint8 images (TP321), binary cross-entropy under autocast
+(TP322)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze import kinds as K
+from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.dtype import autocast_blocks
+from torchport.analyze.hot import reached_from
+from torchport.analyze.infer import keyword
+from torchport.findings import Finding, Fix
+from torchport.rules import amp as A
+from torchport.rules import dtype as R
+
+_INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8"})
+_MATMULS = frozenset({"torch.matmul", "torch.mm", "torch.bmm"})
+_MATMUL_METHODS = ("matmul", "mm", "bmm")
+_SMOOTH_MODES = frozenset({"bilinear", "bicubic", "trilinear"})
+
+
+@detector(R.NoDeviceKernelForDtype)
+def no_device_kernel_for_dtype(a: Analysis) -> Iterator[Finding]:
+    if not a.uses_accelerator:
+        return
+    for left, right, node in _products(a):
+        sides = [a.info(left), a.info(right)]
+        if not all(s is not None and s.kind == K.TENSOR and s.dtype in _INTEGERS for s in sides):
+            continue
+        if all(s is not None and s.device == "cpu" for s in sides):
+            continue  # both evidently stay on the host, where the product exists
+        dtype = sides[0].dtype if sides[0] is not None else "int64"
+        yield R.NoDeviceKernelForDtype.finding(
+            f"`{a.name(node)}` multiplies two {dtype} tensors: CUDA has no integer matrix "
+            "product (\"addmm_cuda\" not implemented for 'Long'); multiply in float32 and "
+            "cast back, or count with index_add_/bincount",
+            a.loc(node),
+            Fix("multiply float32 copies (`.float()`) and cast the product back"),
+        )
+    yield from _uint8_resizes(a)
+
+
+def _products(a: Analysis) -> Iterator[tuple[ast.expr, ast.expr, ast.AST]]:
+    """``x @ y``, ``torch.matmul(x, y)`` and ``x.matmul(y)``: both operands and the node."""
+    if "@" in a.source:
+        for node in a.of_type(ast.BinOp):
+            assert isinstance(node, ast.BinOp)
+            if isinstance(node.op, ast.MatMult):
+                yield node.left, node.right, node
+    for call in a.call_named(*_MATMULS):
+        if len(call.args) == 2:
+            yield call.args[0], call.args[1], call
+    for call, func in a.method_calls(*_MATMUL_METHODS):
+        if len(call.args) == 1 and a.qualname(func) is None:
+            yield func.value, call.args[0], call
+
+
+def _uint8_resizes(a: Analysis) -> Iterator[Finding]:
+    for call in a.call_named("torch.nn.functional.interpolate"):
+        mode = keyword(call, "mode")
+        if not (isinstance(mode, ast.Constant) and mode.value in _SMOOTH_MODES) or not call.args:
+            continue
+        image = a.info(call.args[0])
+        if image is None or image.kind != K.TENSOR or image.dtype != "uint8":
+            continue
+        if image.device == "cpu":
+            continue
+        yield R.NoDeviceKernelForDtype.finding(
+            f"`{a.name(call)}` resizes a uint8 image with mode {mode.value!r}: CUDA has no "
+            "uint8 kernel for it (the CPU has); resize a float copy (`.float()`) and round back",
+            a.loc(call),
+            Fix("resize `x.float()` and cast back with `.round().to(torch.uint8)`"),
+        )
+
+
+_BCE = ("torch.nn.functional.binary_cross_entropy", "torch.binary_cross_entropy")
+
+
+@detector(A.BinaryCrossEntropyUnderAutocast)
+def binary_cross_entropy_under_autocast(a: Analysis) -> Iterator[Finding]:
+    if "autocast" not in a.source or (
+        "binary_cross_entropy" not in a.source and "BCELoss" not in a.source
+    ):
+        return
+    blocks = [block for block, call in autocast_blocks(a) if _on_cuda(call)]
+    if not blocks:
+        return
+    under = reached_from(a, [block.body for block in blocks])
+    for call in a.calls:
+        if call not in under:
+            continue
+        if a.qualname(call.func) in _BCE:
+            what = f"`{a.name(call)}`"
+        else:
+            module = a.callee_module(call)
+            if module is None or module.cls != "BCELoss":
+                continue
+            what = f"`{a.name(call)}` (an nn.BCELoss)"
+        yield A.BinaryCrossEntropyUnderAutocast.finding(
+            f"{what} runs under the autocast block at line {blocks[0].lineno}: CUDA autocast "
+            "refuses binary cross-entropy (unsafe in float16); use "
+            "binary_cross_entropy_with_logits (BCEWithLogitsLoss) on the logits",
+            a.loc(call),
+            Fix("drop the sigmoid and use F.binary_cross_entropy_with_logits"),
+        )
+
+
+def _on_cuda(call: ast.Call) -> bool:
+    """An autocast that may be CUDA's: not ``device_type="cpu"`` nor ``enabled=False``."""
+    device = keyword(call, "device_type") or (call.args[0] if call.args else None)
+    enabled = keyword(call, "enabled")
+    if isinstance(enabled, ast.Constant) and enabled.value is False:
+        return False
+    return not (isinstance(device, ast.Constant) and device.value == "cpu")

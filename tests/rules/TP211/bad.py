@@ -1,0 +1,22 @@
+import time
+
+import torch
+
+
+def latency(model, device, runs=20):
+    model = model.to(device)
+    x = torch.randn(1, 3, 224, 224, device=device)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        model(x)
+        times.append(time.perf_counter() - start)
+    return sum(times) / runs
+
+
+def throughput(net, batches, device):
+    net.to(device)
+    begin = time.time()
+    for batch in batches:
+        net(batch.to(device))
+    return len(batches) / (time.time() - begin)

@@ -1,0 +1,33 @@
+import time
+
+import torch
+
+
+def latency(model, device, runs=20):
+    model = model.to(device)
+    x = torch.randn(1, 3, 224, 224, device=device)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        model(x)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return sum(times) / runs
+
+
+def epoch_time(model, loader, optimizer, device):
+    model.to(device)
+    start = time.time()
+    total = 0.0
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        total += loss.item()  # waits for the step: the clock below sees the work done
+    return total, time.time() - start
+
+
+def loading_time(loader, device):
+    start = time.perf_counter()
+    batches = [x.to(device) for x, _ in loader]  # no model: host work
+    return batches, time.perf_counter() - start
