@@ -68,7 +68,8 @@ def test_whole_numbers_a_bfloat16_cast_rounds_are_reported_at_the_cast() -> None
         step = t.to(dtype=torch.bfloat16)  # 998 becomes 1000
         small = torch.tensor([3.0, 200.0], device="cuda").bfloat16()  # exact in bfloat16
         noise = (torch.randn(64, device="cuda") * 1000).half()  # not whole numbers
-    assert step[0].item() == 1000.0 and small.dtype == torch.bfloat16 and noise.dtype == torch.float16
+    assert step[0].item() == 1000.0
+    assert small.dtype == torch.bfloat16 and noise.dtype == torch.float16
     [found] = [f for f in w.findings if f.code == "TP355"]
     assert found.location is not None and found.location.line == _line("# 998 becomes 1000")
     assert "998 becomes 1000" in found.message
