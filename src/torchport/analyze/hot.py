@@ -19,11 +19,12 @@ from __future__ import annotations
 import ast
 
 from torchport.analyze import kinds as K
-from torchport.analyze.context import FileContext, Func, walk_local
+from torchport.analyze.context import FileContext, Func, is_self_attr, walk_local
 from torchport.analyze.scope import loader_of
 from torchport.analyze.walk import children, descendants
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def hot_nodes(ctx: FileContext) -> set[ast.AST]:
@@ -34,6 +35,11 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
         assert isinstance(node, _LOOPS)
         if node not in hot and _is_hot(ctx, node):
             _mark(ctx, node.body, hot, todo)
+    for comp in ctx.of_type(*_COMPREHENSIONS):
+        # ``[step(b) for b in loader]``, ``sum(run(b) for b in loader)``: a loop over batches
+        generators = getattr(comp, "generators", [])
+        if comp not in hot and any(_iterates_loader(ctx, g.iter) for g in generators):
+            _mark(ctx, [comp], hot, todo)  # type: ignore[list-item]
     seen: set[Func] = set()
     while todo:
         func = todo.pop()
@@ -76,31 +82,60 @@ def _mark(
 
 
 def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
-    if isinstance(loop, ast.For | ast.AsyncFor):
-        wrapped = loader_of(loop.iter)
-        iterable = wrapped.args[0] if wrapped is not None else loop.iter
-        info = ctx.info(iterable)
-        if info is not None and info.kind == K.LOADER:
-            return True
-        if info is None and _named(iterable).endswith("loader"):
-            return True
-    return any(_is_step(ctx, node) or _calls_a_step(ctx, node) for node in _own_body(loop))
+    if isinstance(loop, ast.For | ast.AsyncFor) and _iterates_loader(ctx, loop.iter):
+        return True
+    body = _own_body(loop)
+    return any(_is_step(ctx, node) for node in body) or any(
+        _calls_a_step(ctx, node) for node in body
+    )
+
+
+def _loops_over_batches(ctx: FileContext, node: ast.AST) -> bool:
+    """A loop that makes steps itself (``for x, y in loader``, a loop calling backward) or a
+    comprehension over a loader; not ``for p in model.parameters()`` or ``(b.to(d) for b in
+    batch)`` inside a step."""
+    if isinstance(node, _COMPREHENSIONS):
+        return any(_iterates_loader(ctx, g.iter) for g in node.generators)
+    if isinstance(node, ast.For | ast.AsyncFor) and _iterates_loader(ctx, node.iter):
+        return True
+    return isinstance(node, _LOOPS) and any(_is_step(ctx, n) for n in _own_body(node))
+
+
+def _iterates_loader(ctx: FileContext, iterable: ast.expr) -> bool:
+    """``loader``, ``enumerate(loader)``, ``tqdm(self.train_loader)``: batches."""
+    wrapped = loader_of(iterable)
+    iterable = wrapped.args[0] if wrapped is not None else iterable
+    if _named(iterable).endswith("loader"):
+        return True
+    if "Loader" not in ctx.source:
+        return False  # nothing here makes a loader for inference to find
+    info = ctx.info(iterable)
+    return info is not None and info.kind == K.LOADER
 
 
 def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
     """A call of a same-file function that makes one training step (``self._update(batch)``
     whose body calls ``loss.backward()`` outside any loop of its own): the loop calling it is
     the training loop. A function that loops over batches itself (``train_epoch``) has its own
-    hot loop, and the loop calling it runs once per epoch."""
-    if depth == 0 or not isinstance(node, ast.Call) or rarely_runs(ctx, node):
+    hot loop, and the loop calling it runs once per epoch. Only plain functions and ``self``
+    methods are followed (cheap to resolve; no inference)."""
+    if depth == 0 or not isinstance(node, ast.Call):
         return False
-    for func in _callees(ctx, node):
-        body = _own_body(func)
-        if any(isinstance(n, _LOOPS) for n in body):
-            continue
-        if any(_is_step(ctx, n) or _calls_a_step(ctx, n, depth - 1) for n in body):
-            return True
-    return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        callee = ctx.functions.get(func.id)
+    elif isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "self":
+        owner = ctx.function_of(node)
+        cls = ctx.class_of(owner) if owner is not None else None
+        callee = ctx.method(cls, func.attr) if cls is not None else None
+    else:
+        return False
+    if callee is None or rarely_runs(ctx, node):
+        return False
+    body = _own_body(callee)
+    if any(_loops_over_batches(ctx, n) for n in body):
+        return False
+    return any(_is_step(ctx, n) or _calls_a_step(ctx, n, depth - 1) for n in body)
 
 
 def _named(node: ast.expr) -> str:
@@ -146,7 +181,11 @@ def looks_like_model_call(ctx: FileContext, node: ast.Call) -> bool:
         return False  # a library function or class (torch.cat, nn.Linear): never a model
     if isinstance(func, ast.Name) and func.id not in ctx.bound_names:
         return False  # a builtin or a function: never a model held in a variable
-    callee = ctx.info(func)
+    if is_self_attr(func):  # what the class assigns to it: no need of the caller's scope
+        cls = ctx.class_of(ctx.function_of(node) or ctx.tree)
+        callee = ctx.self_attr(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+    else:
+        callee = ctx.info(func)
     if callee is None:
         name = _named(func)
         return name in K.MODEL_NAMES or name.endswith("model")

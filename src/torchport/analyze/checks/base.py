@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchport.analyze import kinds as K
-from torchport.analyze.context import FileContext, Func, walk_local
+from torchport.analyze.context import FileContext, Func, is_self_attr, walk_local
 from torchport.analyze.edits import location
 from torchport.analyze.hot import forward_nodes, hot_nodes
 from torchport.analyze.infer import device_of, keyword
@@ -204,13 +204,16 @@ class Analysis(FileContext):
         if isinstance(func, ast.Name):
             if func.id not in self.bound_names:
                 return None  # a builtin or a function: never a module held in a variable
-        elif not isinstance(func, ast.Call) and not (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
-        ):
+            info = self.info(func)
+        elif is_self_attr(func):
+            # what the class's methods assign to it (no need for the calling function's scope,
+            # the costly part of inference, when most such calls are of methods)
+            cls = self.class_of(self.function_of(call) or self.tree)
+            info = self.self_attr(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+        elif isinstance(func, ast.Call):
+            info = self.info(func)
+        else:
             return None
-        info = self.info(func)
         return info if info is not None and info.kind == K.MODULE else None
 
     def loc(self, node: ast.AST) -> Location:

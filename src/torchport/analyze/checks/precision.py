@@ -75,7 +75,7 @@ def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
     if "e-" not in a.source or not _computes_in_float16(a):
         return
     named = _named_numbers(a)
-    attributes = _attribute_numbers(a)
+    attributes: dict[ast.ClassDef, dict[str, float]] = {}  # filled per class, on demand
     for node in a.of_type(ast.BinOp):
         assert isinstance(node, ast.BinOp)
         if not isinstance(node.op, ast.Add) or all(map(_literal, (node.left, node.right))):
@@ -85,7 +85,9 @@ def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
                 value = named.get(side.id)
             elif is_self_attr(side):
                 cls = a.class_of(a.function_of(node) or a.tree)
-                value = attributes.get((cls, side.attr)) if cls is not None else None  # type: ignore[attr-defined]
+                if cls is not None and cls not in attributes:
+                    attributes[cls] = _attribute_numbers(a, cls)
+                value = attributes[cls].get(side.attr) if cls is not None else None  # type: ignore[attr-defined]
             else:
                 value = _number(side)
             if value is not None and 0 < abs(value) < FLOAT16_SMALLEST:
@@ -132,25 +134,23 @@ def _named_numbers(a: Analysis) -> dict[str, float]:
     return out
 
 
-def _attribute_numbers(a: Analysis) -> dict[tuple[ast.ClassDef, str], float]:
-    """``self.eps`` of each class, where ``__init__`` sets it to a number or to a parameter
-    with a number as default (``def __init__(self, eps=1e-10): self.eps = eps``)."""
-    out: dict[tuple[ast.ClassDef, str], float] = {}
-    for cls in a.of_type(ast.ClassDef):
-        assert isinstance(cls, ast.ClassDef)
-        init = a.method(cls, "__init__")
-        if init is None:
+def _attribute_numbers(a: Analysis, cls: ast.ClassDef) -> dict[str, float]:
+    """``self.eps`` and the like of one class, where ``__init__`` sets it to a number or to a
+    parameter with a number as default (``def __init__(self, eps=1e-10): self.eps = eps``)."""
+    out: dict[str, float] = {}
+    init = a.method(cls, "__init__")
+    if init is None:
+        return out
+    defaults = parameter_defaults(init)
+    for stmt in ast.walk(init):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
-        defaults = parameter_defaults(init)
-        for stmt in ast.walk(init):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-                continue
-            target, value = stmt.targets[0], stmt.value
-            if not is_self_attr(target):
-                continue
-            if isinstance(value, ast.Name) and value.id in defaults:
-                value = defaults[value.id]
-            number = _number(value)
-            if number is not None:
-                out[(cls, target.attr)] = number  # type: ignore[attr-defined]
+        target, value = stmt.targets[0], stmt.value
+        if not is_self_attr(target):
+            continue
+        if isinstance(value, ast.Name) and value.id in defaults:
+            value = defaults[value.id]
+        number = _number(value)
+        if number is not None:
+            out[target.attr] = number  # type: ignore[attr-defined]
     return out

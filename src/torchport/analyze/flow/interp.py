@@ -61,12 +61,38 @@ class Frame:
 
 
 DEVICE_WORDS = ("device", ".to(", ".cuda(")
+# What names a device without placing anything on an accelerator: a parameter that defaults to
+# none (passed along in a ``factory_kwargs`` dict, as library code does), and reading where a
+# value already is (``torch.zeros(n, device=x.device)`` follows ``x``).
+_NO_DEVICE = (
+    "device=None",
+    "device: Optional[torch.device] = None",
+    '"device": device',
+    ".device",
+)
 
 
 def _places_something(func: FuncInfo) -> bool:
-    node = func.node
-    text = "\n".join(func.unit.ctx.lines[node.lineno - 1 : (node.end_lineno or node.lineno)])
+    node, lines = func.node, func.unit.ctx.lines
+    end = node.end_lineno or node.lineno
+    body = getattr(node, "body", None)
+    if isinstance(body, list) and body and _is_docstring(body[0]):
+        # "device" in prose places nothing: the signature, then the code after the docstring
+        text = "\n".join(lines[node.lineno - 1 : body[0].lineno - 1])
+        text += "\n" + "\n".join(lines[body[0].end_lineno or body[0].lineno : end])
+    else:
+        text = "\n".join(lines[node.lineno - 1 : end])
+    for quiet in _NO_DEVICE:
+        text = text.replace(quiet, "")
     return any(word in text for word in DEVICE_WORDS)
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
 
 
 class Interp:
