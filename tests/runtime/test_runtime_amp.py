@@ -214,6 +214,24 @@ def test_each_amp_mistake_is_reported_at_the_users_line(
     assert _codes(w) == expected
 
 
+def test_a_layer_built_in_float16_is_named_where_it_was_built() -> None:
+    with watch("cuda") as w, contextlib.suppress(ValueError):
+        model = nn.Sequential(
+            nn.Linear(6, 8),
+            nn.PReLU(8, dtype=torch.float16),  # built in float16
+            nn.Linear(8, 1),
+        ).to("cuda")
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        scaler = torch.amp.GradScaler("cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(torch.randn(4, 6, device="cuda")).float().mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)  # torch refuses to unscale the float16 gradient
+    [found] = [f for f in w.findings if f.code == "TP306"]
+    assert [r.line for r in found.related] == [_line("built in float16")]
+    assert "1 of 5 parameters are float16" in found.message
+
+
 def test_the_patches_are_removed_after_the_watch() -> None:
     originals = (torch.amp.GradScaler.step, torch.autograd.backward, nn.utils.clip_grad_norm_)
     with watch("cuda"):

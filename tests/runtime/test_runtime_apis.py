@@ -130,6 +130,16 @@ def test_calls_and_loss_targets_are_judged_at_the_users_line(
     assert _codes(w) == expected
 
 
+def test_a_target_cast_from_integers_names_the_line_of_the_cast() -> None:
+    with watch("cuda") as w, contextlib.suppress(RuntimeError):
+        batch = {"x": torch.randn(4, 3), "y": torch.randint(0, 3, (4,))}
+        moved = {k: v.to("cuda").half() for k, v in batch.items()}  # labels cast too
+        logits = nn.Linear(3, 3).to("cuda").half()(moved["x"])
+        F.cross_entropy(logits, moved["y"])
+    [found] = [f for f in w.findings if f.code == "TP304"]
+    assert [r.line for r in found.related] == [_line("labels cast too")]
+
+
 def test_set_default_tensor_type_is_reported_and_its_effect_undone_here() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's own deprecation warning

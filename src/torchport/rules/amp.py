@@ -352,6 +352,48 @@ class BinaryCrossEntropyUnderAutocast(Rule):
     severity = Severity.ERROR
 
 
+@register
+class UnscaleEveryMicroBatch(Rule):
+    """## What it does
+    Flags `scaler.unscale_(optimizer)` run at every micro-batch of a gradient accumulation
+    whose `scaler.step()` and `scaler.update()` run only every N micro-batches.
+
+    ## Why is this bad?
+    A second `unscale_` before `update()` raises "unscale_() has already been called on this
+    optimizer since the last update()": the program stops at the second micro-batch on the
+    GPU. On the CPU the scaler is disabled and it runs (`torchport run` reports it as TP354).
+
+    ## Example
+    ```python
+    for i, (x, y) in enumerate(loader):
+        scaler.scale(loss_fn(model(x), y) / accum).backward()
+        scaler.unscale_(optimizer)
+        clip_grad_norm_(model.parameters(), 1.0)
+        if (i + 1) % accum == 0:
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    for i, (x, y) in enumerate(loader):
+        scaler.scale(loss_fn(model(x), y) / accum).backward()
+        if (i + 1) % accum == 0:
+            scaler.unscale_(optimizer)
+            clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP323"
+    name = "unscale-every-micro-batch"
+    severity = Severity.ERROR
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 

@@ -461,3 +461,41 @@ class AccumulationWithoutNoSync(Rule):
     code = "TP413"
     name = "accumulation-without-no-sync"
     severity = Severity.WARNING
+
+
+@register
+class ShardMetricNotReduced(Rule):
+    """## What it does
+    Flags an evaluation function of a DDP job that counts over a loader split across the
+    processes (a `DistributedSampler`, or a subset by rank) and returns a ratio of its counts
+    (`correct / total`) without a collective (`dist.all_reduce`, `all_gather`) in between.
+
+    ## Why is this bad?
+    Each process sees 1/N of the validation set: the accuracy it returns is its shard's. Rank
+    0 then logs it, keeps the "best" checkpoint by it, or stops early on it, each rank
+    deciding on different numbers. One GPU hides it: the shard is the whole set.
+
+    ## Example
+    ```python
+    def validate(model, loader):  # loader has a DistributedSampler
+        correct = total = 0
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum()
+            total += y.numel()
+        return correct / total
+    ```
+
+    ## Use instead
+    ```python
+        counts = torch.tensor([correct, total], device=device, dtype=torch.float64)
+        dist.all_reduce(counts)
+        return counts[0] / counts[1]
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP414"
+    name = "shard-metric-not-reduced"
+    severity = Severity.WARNING

@@ -208,14 +208,28 @@ class AmpMonitor:
                 "continue/return that skips the step",
             )
         state.unscaled_for.add(id(optimizer))
-        half = [p for p in _parameters(optimizer) if p.grad is not None]
-        if any(p.grad.dtype == torch.float16 for p in half if p.grad is not None):
-            self._report(
-                HalfModelWithGradScaler,
-                "the scaler unscales float16 gradients: the model's parameters are float16 "
-                "(a .half() model), which GradScaler cannot unscale",
-                user_site("scaler.unscale_"),
-                "keep the model in float32 and let torch.autocast compute in float16",
+        trained = [p for p in _parameters(optimizer) if p.grad is not None]
+        half = [p for p in trained if p.grad is not None and p.grad.dtype == torch.float16]
+        if half:
+            # some layers built in float16 (nn.PReLU(c, dtype=...)): where the first was built
+            built = self._observer.explainer.state_sites.built_at(half[0])
+            made = built is not None and len(half) < len(trained)
+            site = user_site("scaler.unscale_")
+            self._observer.add(
+                HalfModelWithGradScaler.finding(
+                    "the scaler unscales float16 gradients: "
+                    + (
+                        f"{len(half)} of {len(trained)} parameters are float16, the first of "
+                        f"a layer built at {built}"
+                        if made
+                        else "the model's parameters are float16 (a .half() model)"
+                    )
+                    + ", which GradScaler cannot unscale",
+                    None if site is None else site.location(),
+                    Fix("keep the model in float32 and let torch.autocast compute in float16"),
+                    related=(built.location(),) if made and built is not None else (),
+                ),
+                site,
             )
 
     def _scaler_step(

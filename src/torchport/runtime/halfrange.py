@@ -63,6 +63,7 @@ def cast_checked(observer: Observer, handler: Handler) -> Handler:
         try:
             if isinstance(out, torch.Tensor) and out.dtype in EXACT_WHOLE and args:
                 _check_cast(observer, func, args[0], out)
+                _note_integers_cast(observer, func, args[0], out)
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             observer.internal("checking a cast", internal)
         return out
@@ -136,6 +137,15 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
         f"{int(changed.sum())} of {before.numel()}{example}: {dtype} holds every whole number "
         f"only up to {limit}",
     )
+
+
+def _note_integers_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -> None:
+    """Integers (labels, indices) cast to half precision: where, so that the loss or lookup
+    that then refuses them names the line (a batch mover that casts every tensor)."""
+    if isinstance(source, torch.Tensor) and not source.is_floating_point():
+        site = user_site(call_name(func))
+        if site is not None:
+            observer.provenance.record(out, site)
 
 
 def _report_rounded(observer: Observer, name: str, message: str) -> None:

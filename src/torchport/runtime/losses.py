@@ -55,10 +55,14 @@ def _check(observer: Observer, func: Any, args: tuple[Any, ...], kwargs: dict[st
     name = call_name(func).rsplit(".", 1)[-1]
     site = user_site(name)
     dtype = str(target.dtype).replace("torch.", "")
+    made = observer.provenance.get(target)  # a cast of integer labels, where it was made
+    related = (made.location(),) if made is not None and made != site else ()
     finding = LossTargetWrongDtype.finding(
-        f"{name} got a target of dtype {dtype} and shape {tuple(target.shape)}: {problem[0]}",
+        f"{name} got a target of dtype {dtype} and shape {tuple(target.shape)}: {problem[0]}"
+        + (f" (it was made at {made} by {made.call})" if related else ""),
         None if site is None else site.location(),
         Fix(problem[1]),
+        related=related,
     )
     observer.add(finding, site)
 

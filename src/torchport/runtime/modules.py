@@ -174,6 +174,10 @@ class StateSites:
             if site is not None:
                 self._sites.setdefault(module, {}).setdefault(name, site)
 
+    def built_at(self, tensor: torch.Tensor) -> Site | None:
+        """Where the module holding ``tensor`` was built, among all the program built."""
+        return self.site_of(tensor, list(self._sites.keys()))
+
     def site_of(self, tensor: torch.Tensor, modules: list[nn.Module]) -> Site | None:
         """Where the module among ``modules`` that holds ``tensor`` was built."""
         for module in reversed(modules):

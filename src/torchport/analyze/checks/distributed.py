@@ -241,11 +241,12 @@ def _writes_temporary_file(a: Analysis, save: ast.Call) -> bool:
 
 
 def _called_unguarded(a: Analysis, callers: set[Func | None]) -> dict[Func | None, list[ast.Call]]:
-    """Same-file functions and methods that ``callers`` call outside any rank check, with the
-    calls."""
+    """Same-file functions and methods that ``callers`` call outside any rank check, and those
+    these call so in turn (``train()`` -> ``checkpointer.save()``), with the calls."""
     out: dict[Func | None, list[ast.Call]] = {}
-    for caller in callers:
-        root = caller or a.tree
+    todo = list(callers)
+    while todo:
+        root = todo.pop() or a.tree
         for node in walk_local(root):
             if not isinstance(node, ast.Call):
                 continue
@@ -253,6 +254,8 @@ def _called_unguarded(a: Analysis, callers: set[Func | None]) -> dict[Func | Non
             if callee is None or callee in callers:
                 continue
             if not any(_is_guard(a, up) for up in _ancestors_within(a, node, root)):
+                if callee not in out and not _is_guard(a, callee):
+                    todo.append(callee)
                 out.setdefault(callee, []).append(node)
     return out
 
@@ -279,6 +282,12 @@ def _same_file_callee(a: Analysis, call: ast.Call, root: ast.AST) -> Func | None
     if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
         cls = a.classes.get(made.func.id)
         return None if cls is None else a.method(cls, func.attr)
+    if made is None and not func.attr.startswith("_"):
+        # a parameter (``checkpointer.save(...)``): the one plain class of the file with
+        # that method, if only one has it
+        plain = [c for n, c in a.classes.items() if n not in a.module_classes]
+        found = [m for m in (a.method(c, func.attr) for c in plain) if m is not None]
+        return found[0] if len(found) == 1 else None
     return None
 
 

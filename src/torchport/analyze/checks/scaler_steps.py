@@ -1,6 +1,7 @@
 """Static detectors of the GradScaler's step sequence: `optimizer.step()` that bypasses the
-scaler (TP309), `scaler.update()` never called or skipped after `unscale_` (TP310), and
-gradients of a scaled output used as they are (TP320)."""
+scaler (TP309), `scaler.update()` never called or skipped after `unscale_` (TP310),
+gradients of a scaled output used as they are (TP320), and `unscale_` at every micro-batch
+of an accumulation (TP323)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.edits import insert_at, replace_node
+from torchport.analyze.hot import rarely_runs
 from torchport.findings import Edit, Finding, Fix, Safety
 from torchport.rules import amp as A
 from torchport.rules import dtype as R
@@ -150,6 +152,30 @@ def penalty_from_scaled_gradients(a: Analysis) -> Iterator[Finding]:
         )
 
 
+@detector(A.UnscaleEveryMicroBatch)
+def unscale_every_micro_batch(a: Analysis) -> Iterator[Finding]:
+    if "unscale_" not in a.source or not a.makes_scaler:
+        return
+    # a loop over micro-batches, or a function called once per micro-batch (``micro_step``)
+    for scope in a.of_type(ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef):
+        body = getattr(scope, "body", [])
+        calls = [n for stmt in body for n in walk_local(stmt) if isinstance(n, ast.Call)]
+        updates = _scaler_calls(a, calls, "update")
+        if not updates or not all(rarely_runs(a, u) for u in updates):
+            continue  # updated at every iteration (or never here): nothing accumulates
+        for call in _scaler_calls(a, calls, "unscale_"):
+            if rarely_runs(a, call) or _step_scope(a, call) is not scope:
+                continue
+            yield A.UnscaleEveryMicroBatch.finding(
+                f"`{a.name(call)}` runs at every micro-batch but `{a.name(updates[0])}` only "
+                f"every few (line {updates[0].lineno}): the second unscale_ before an update "
+                "raises on the GPU; unscale (and clip) just before the step",
+                a.loc(call),
+                Fix("move unscale_ (and the clipping) into the block that steps and updates"),
+                related=(a.loc(updates[0]),),
+            )
+
+
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
@@ -168,6 +194,12 @@ def _is_scaled(a: Analysis, node: ast.expr) -> bool:
         and node.func.attr == "scale"
         and _is_scaler(a, node.func.value)
     )
+
+
+def _step_scope(a: Analysis, node: ast.AST) -> ast.AST | None:
+    """The innermost loop or function around ``node``."""
+    scopes = (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
+    return next((up for up in a.ancestors(node) if isinstance(up, scopes)), None)
 
 
 def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:

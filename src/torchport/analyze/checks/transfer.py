@@ -291,13 +291,12 @@ def _appends(node: ast.AST) -> bool:
 
 
 def _is_loss(a: Analysis, name: ast.Name) -> bool:
-    """A tensor named in a ``.backward()`` call, or the output of a ``*Loss`` module."""
-    info = a.info(name)
-    if info is None or info.kind != K.TENSOR:
-        return False
-    if info.cls is not None and info.cls.endswith("Loss"):
+    """A name ``.backward()`` is called on (only tensors have it, whatever inference knows of
+    ``-model.log_likelihood(x).mean()``), or the output of a ``*Loss`` module."""
+    if _backward_on(a, name):
         return True
-    return _backward_on(a, name)
+    info = a.info(name)
+    return info is not None and info.kind == K.TENSOR and (info.cls or "").endswith("Loss")
 
 
 def _backward_on(a: Analysis, name: ast.Name) -> bool:

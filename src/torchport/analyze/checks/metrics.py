@@ -1,0 +1,124 @@
+"""Static detector of an evaluation metric computed on one process's shard of a split loader
+and returned without a collective (TP414)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.analyze.checks.base import Analysis, detector, last_name
+from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.context import Func, walk_local
+from torchport.analyze.infer import keyword
+from torchport.findings import Finding, Fix
+from torchport.rules import distributed as R
+
+_DDP = "torch.nn.parallel.DistributedDataParallel"
+_SAMPLER = "torch.utils.data.DistributedSampler"
+# Calls that combine the processes' numbers (or their data) before the ratio is taken.
+_COMBINING = frozenset(
+    {
+        "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor", "reduce",
+        "gather", "gather_object", "reduce_scatter", "get_world_size", "sync", "compute",
+    }
+)  # fmt: skip
+
+
+@detector(R.ShardMetricNotReduced)
+def shard_metric_not_reduced(a: Analysis) -> Iterator[Finding]:
+    if "DistributedSampler" not in a.source and "rank" not in a.source:
+        return
+    if not any(a.call_named(_DDP)):
+        return
+    for func, loader in _evaluations_of_shards(a):
+        counted = _accumulated(func)
+        for ret in (n for n in walk_local(func) if isinstance(n, ast.Return)):
+            if ret.value is None or not _ratio_of(ret.value, counted):
+                continue
+            yield R.ShardMetricNotReduced.finding(
+                f"`{a.name(ret.value)}` is this process's share only: `{a.name(loader)}` is "
+                "split across the processes and no collective combines the counts; "
+                "all_reduce them before dividing",
+                a.loc(ret),
+                Fix("dist.all_reduce a tensor of the counts (sum) before taking the ratio"),
+                related=(a.loc(loader),),
+            )
+
+
+def _evaluations_of_shards(a: Analysis) -> Iterator[tuple[Func, ast.expr]]:
+    """Same-file functions that evaluate (loop over batches, no backward, no collective) and
+    are handed a split loader at some call, with that argument."""
+    for call in a.calls:
+        func = a.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if func is None or not _evaluates(func):
+            continue
+        for arg in call.args:
+            if isinstance(arg, ast.Name) and _split_loader(a, arg, call.lineno):
+                yield func, arg
+                break
+
+
+def _evaluates(func: Func) -> bool:
+    names = {last_name(n.func) for n in walk_local(func) if isinstance(n, ast.Call)}
+    loops = any(isinstance(n, ast.For) for n in walk_local(func))
+    return loops and "backward" not in names and not names & _COMBINING
+
+
+def _split_loader(a: Analysis, name: ast.Name, line: int) -> bool:
+    """``name`` holds a DataLoader over a rank's part: ``sampler=DistributedSampler(...)``, a
+    ``Subset(..., range(rank, n, world))``, or what a same-file function making one returns."""
+    made = assigned_value(a, name, line)
+    if made is None:
+        made = _unpacked_from(a, name, line)
+    if not isinstance(made, ast.Call):
+        return False
+    if a.qualname(made.func) == "torch.utils.data.DataLoader":
+        sampler = keyword(made, "sampler")
+        if isinstance(sampler, ast.Name):
+            sampler = assigned_value(a, sampler, made.lineno)
+        if isinstance(sampler, ast.Call) and a.qualname(sampler.func) == _SAMPLER:
+            return True
+        dataset = made.args[0] if made.args else keyword(made, "dataset")
+        return dataset is not None and "rank" in a.text(dataset)
+    helper = a.functions.get(made.func.id) if isinstance(made.func, ast.Name) else None
+    return helper is not None and any(
+        isinstance(n, ast.Call) and a.qualname(n.func) == _SAMPLER for n in walk_local(helper)
+    )
+
+
+def _unpacked_from(a: Analysis, name: ast.Name, line: int) -> ast.expr | None:
+    """``loader, sampler = make_loader(...)``: the call a tuple target takes ``name`` from."""
+    owner = a.function_of(name) or a.tree
+    found = None
+    for node in walk_local(owner):
+        if isinstance(node, ast.Assign) and node.lineno <= line and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Tuple) and any(
+                isinstance(e, ast.Name) and e.id == name.id for e in target.elts
+            ):
+                found = node.value
+    return found
+
+
+def _accumulated(func: Func) -> set[str]:
+    """Names a loop adds to (``correct += ...``)."""
+    return {
+        n.target.id
+        for n in walk_local(func)
+        if isinstance(n, ast.AugAssign)
+        and isinstance(n.op, ast.Add)
+        and isinstance(n.target, ast.Name)
+    }
+
+
+def _ratio_of(value: ast.expr, counted: set[str]) -> bool:
+    """A division whose two sides read accumulated counts (``100.0 * correct / total``)."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            sides = [
+                {n.id for n in ast.walk(side) if isinstance(n, ast.Name)}
+                for side in (node.left, node.right)
+            ]
+            if all(side & counted for side in sides):
+                return True
+    return False
