@@ -56,13 +56,14 @@ def _check(observer: Observer, func: Any, args: tuple[Any, ...], kwargs: dict[st
     site = user_site(name)
     dtype = str(target.dtype).replace("torch.", "")
     made = observer.provenance.get(target)  # a cast of integer labels, where it was made
-    related = (made.location(),) if made is not None and made != site else ()
+    if made == site:
+        made = None
     finding = LossTargetWrongDtype.finding(
         f"{name} got a target of dtype {dtype} and shape {tuple(target.shape)}: {problem[0]}"
-        + (f" (it was made at {made} by {made.call})" if related else ""),
+        + (f" (it was made at {made} by {made.call})" if made is not None else ""),
         None if site is None else site.location(),
         Fix(problem[1]),
-        related=related,
+        related=(made.location(),) if made is not None else (),
     )
     observer.add(finding, site)
 
