@@ -135,7 +135,18 @@ def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
     body = _own_body(callee)
     if any(_loops_over_batches(ctx, n) for n in body):
         return False
-    return any(_is_step(ctx, n) or _calls_a_step(ctx, n, depth - 1) for n in body)
+    # a training step: an evaluation that calls the model once is not one (it runs per epoch)
+    return any(_updates(ctx, n) or _calls_a_step(ctx, n, depth - 1) for n in body)
+
+
+def _updates(ctx: FileContext, node: ast.AST) -> bool:
+    """``loss.backward()`` or ``optimizer.step()``: not a bare model call."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("backward", "step")
+        and _is_step(ctx, node)
+    )
 
 
 def _named(node: ast.expr) -> str:
@@ -196,18 +207,58 @@ def _callees(ctx: FileContext, call: ast.Call) -> list[Func]:
     func = call.func
     if isinstance(func, ast.Name) and func.id in ctx.functions:
         return [ctx.functions[func.id]]
-    if isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "self":
-        owner = ctx.function_of(call)
-        cls = ctx.class_of(owner) if owner is not None else None
-        method = ctx.method(cls, func.attr) if cls is not None else None
-        return [method] if method is not None else []
-    callee = ctx.info(func)
+    owner = ctx.function_of(call)
+    cls = ctx.class_of(owner) if owner is not None else None
+    if is_self_attr(func):
+        method = ctx.method(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+        if method is not None:
+            return [method]
+        # a submodule (``self.attend(q, k, v)``): its class's forward
+        callee = ctx.self_attr(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+    elif isinstance(func, ast.Name) and func.id not in ctx.bound_names:
+        return []
+    else:
+        callee = ctx.info(func)
     if callee is not None and callee.kind == K.MODULE and callee.cls in ctx.module_classes:
-        forward = ctx.method(ctx.classes[callee.cls], "forward")
-        return [forward] if forward is not None else []
+        return _forwards(ctx, [callee.cls])
+    if isinstance(func, ast.Name) and callee is None and cls is not None:
+        return _forwards(ctx, _layers_iterated(ctx, func, cls))
     if isinstance(func, ast.Attribute) and callee is None:
         return _object_methods(ctx, func)
     return []
+
+
+def _forwards(ctx: FileContext, classes: list[str]) -> list[Func]:
+    found = (ctx.method(ctx.classes[c], "forward") for c in classes if c in ctx.module_classes)
+    return [f for f in found if f is not None]
+
+
+def _layers_iterated(ctx: FileContext, func: ast.Name, cls: ast.ClassDef) -> list[str]:
+    """``for block in self.blocks: x = block(x)``: the same-file module classes built into
+    ``self.blocks`` (an ``nn.ModuleList([Block(...) for ...])``)."""
+    loop = next(
+        (
+            up
+            for up in ctx.ancestors(func)
+            if isinstance(up, ast.For)
+            and isinstance(up.target, ast.Name)
+            and up.target.id == func.id
+        ),
+        None,
+    )
+    if loop is None or not is_self_attr(loop.iter):
+        return []
+    assert isinstance(loop.iter, ast.Attribute)
+    attr = loop.iter.attr
+    built: list[str] = []
+    for stmt in ast.walk(cls):  # its methods: where the layers are built
+        if isinstance(stmt, ast.Assign) and any(is_self_attr(t, attr) for t in stmt.targets):
+            built += [
+                n.func.id
+                for n in ast.walk(stmt.value)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            ]
+    return built
 
 
 def _object_methods(ctx: FileContext, func: ast.Attribute) -> list[Func]:
@@ -221,10 +272,30 @@ def _object_methods(ctx: FileContext, func: ast.Attribute) -> list[Func]:
         if name not in ctx.module_classes and name not in ctx.dataset_classes
     ]  # fmt: skip
     receiver = ctx.info(func.value)
-    if receiver is not None:
-        plain = [cls for cls in plain if cls.name == receiver.cls]
+    made = receiver.cls if receiver is not None else _constructed(ctx, func.value)
+    if made is not None:
+        plain = [cls for cls in plain if cls.name == made]
     found = [m for m in (ctx.method(cls, func.attr) for cls in plain) if m is not None]
-    return found if receiver is not None or len(found) == 1 else []
+    return found if made is not None or len(found) == 1 else []
+
+
+def _constructed(ctx: FileContext, receiver: ast.expr) -> str | None:
+    """The same-file class ``receiver`` was last made from in its function (``top5 =
+    TopKAccuracy(k=5)``), when that is all there is to go by."""
+    if not isinstance(receiver, ast.Name):
+        return None
+    made = None
+    for node in walk_local(ctx.function_of(receiver) or ctx.tree):
+        if (
+            isinstance(node, ast.Assign)
+            and node.lineno < receiver.lineno
+            and any(isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in ctx.classes
+        ):
+            made = node.value.func.id
+    return made
 
 
 def forward_nodes(ctx: FileContext) -> dict[ast.AST, str]:

@@ -134,6 +134,20 @@ class Analysis(FileContext):
         except RecursionError:
             return None  # nested beyond what the interpreter follows: the other rules still run
 
+    def placed_on_device(self, node: ast.expr) -> bool:
+        """Whether the placement analysis (values followed across functions) saw ``node``
+        evaluate to a value on the device: what a metric's ``update(logits, y)`` is given."""
+        placement = self.placement
+        if placement is None:
+            return False
+        from torchport.analyze.flow.values import Kind, OKind
+
+        val = placement.interp.events.values.get(id(node))
+        if val is None or val.kind is not Kind.TENSOR:
+            return False
+        # what a checkpoint holds may be numbers (its "step"): not known to be tensors
+        return all(o.kind is not OKind.LOAD for o in val.origins) and placement.on_device(val)
+
     @cached_property
     def _names_an_accelerator(self) -> bool:
         """Whether the file holds anything that puts a tensor on an accelerator for sure: a

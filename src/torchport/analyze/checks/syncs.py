@@ -20,7 +20,9 @@ from torchport.rules import transfer as R
 
 def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
     info = a.info(node)
-    return info is not None and info.kind == K.TENSOR and info.device != "cpu"
+    if info is not None:
+        return info.kind == K.TENSOR and info.device != "cpu"
+    return a.placed_on_device(node)  # what this file's functions are handed, followed
 
 
 def _every_step(a: Analysis, node: ast.AST) -> bool:
