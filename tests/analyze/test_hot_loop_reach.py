@@ -147,3 +147,73 @@ def test_copies_back_to_the_host_do_not_make_an_unpinned_loader_a_warning() -> N
     body = LOADER + '    print(x.to("cpu", non_blocking=True))\n'
     [plain] = _findings(body, "TP201")
     assert plain.severity is Severity.INFO
+
+
+SUBMODULES = """\
+class Attend(torch.nn.Module):
+    def forward(self, q, k):
+        scores = q @ k.transpose(-1, -2)
+        torch.cuda.synchronize()  # attend
+        return scores
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attend = Attend()
+
+    def forward(self, x):
+        return self.attend(x, x)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block() for _ in range(3)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def train(loader, optimizer):
+    net = Net().to(device)
+    for x in loader:
+        net(x.to(device)).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_the_forward_of_submodules_and_of_layers_in_a_module_list_is_hot() -> None:
+    [found] = _findings(SUBMODULES, "TP207")
+    assert found.location is not None and found.location.line == _line(SUBMODULES, "# attend")
+
+
+TRAINER = """\
+class Trainer:
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def update(self, x):
+        model(x.to(device)).sum().backward()
+        torch.cuda.synchronize()  # each step
+        self.optimizer.step()
+
+    def evaluate(self, x):
+        return model(x.to(device)).sum()
+
+    def fit(self, data, steps):
+        for _ in range(steps):  # update() makes one training step
+            self.update(data)
+
+    def report(self, data, epochs):
+        for _ in range(epochs):  # evaluate() only calls the model: once an epoch
+            torch.cuda.synchronize()
+            print(self.evaluate(data))
+"""
+
+
+def test_a_loop_calling_a_step_function_is_hot_and_one_calling_an_evaluation_is_not() -> None:
+    [found] = _findings(TRAINER, "TP207")
+    assert found.location is not None and found.location.line == _line(TRAINER, "# each step")
