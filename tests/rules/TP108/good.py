@@ -6,3 +6,11 @@ model = nn.Linear(4, 2).to(device)
 x = torch.randn(3, 4).to(device)
 preds = model(x).argmax(1).cpu().numpy()
 host = torch.randn(3).numpy()
+
+
+def f1_score(predictions, labels):
+    predictions = predictions.numpy()  # handed host tensors only
+    return (predictions == labels).mean()
+
+
+score = f1_score(model(x).argmax(1).cpu(), torch.zeros(3).numpy())

@@ -47,3 +47,17 @@ def init_weights(shape):
     w = torch.zeros(shape, device=device)
     w.uniform_(-1.0, 1.0, generator=generator)
     return w
+
+
+class Jitter:
+    def __init__(self, sigma, generator):
+        self.sigma = sigma
+        self.generator = generator
+
+    def __call__(self, points):
+        return points + self.sigma * torch.randn(
+            points.shape, generator=self.generator, device="cuda"
+        )
+
+
+jitter = Jitter(0.01, torch.Generator().manual_seed(0))

@@ -288,12 +288,17 @@ def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
 @detector(R.NumpyOfDeviceTensor)
 def numpy_of_device_tensor(a: Analysis) -> Iterator[Finding]:
     for call, func in a.method_calls("numpy"):
-        recv = a.info(func.value)
-        if recv is None or recv.kind != K.TENSOR or recv.device != "accel" or call.args:
+        if call.args:
             continue
+        recv = a.info(func.value)
+        if recv is not None and (recv.kind != K.TENSOR or recv.device != "accel"):
+            continue
+        if recv is None and not a.placed_on_device(func.value):
+            continue  # a parameter: unless the calls of this file hand it a device tensor
         name = a.name(func.value)
+        where = f"moved to `{recv.target or 'cuda'}`" if recv else "given a device tensor"
         yield R.NumpyOfDeviceTensor.finding(
-            f"`{name}` may be on an accelerator (moved to `{recv.target or 'cuda'}`): "
+            f"`{name}` may be on an accelerator ({where}): "
             f"`.numpy()` fails there; call `{name}.cpu().numpy()`",
             a.loc(call),
             Fix(

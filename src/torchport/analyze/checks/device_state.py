@@ -87,8 +87,13 @@ def _draw_device(a: Analysis, call: ast.Call) -> str | None:
     if device is not None:
         if isinstance(device, ast.Constant) and device.value is None:
             return None
-        if device_of(a.scope(call), device, call.lineno) == "cpu":
+        place = device_of(a.scope(call), device, call.lineno)
+        if place == "cpu":
             return None
+        if place is None and isinstance(device, ast.Attribute) and device.attr == "device":
+            # ``device=points.device``: only where the file's calls hand it a device tensor
+            # (an augmentation of CPU samples in a Dataset draws on the CPU)
+            return f"`{a.name(device)}`" if a.placed_on_device(device.value) else None
         return f"`{a.name(device)}`"
     return next((m for m in (_moved(a, arg) for arg in call.args[:2]) if m), None)
 
@@ -158,11 +163,15 @@ def _passed_generator(a: Analysis, func: Func, param: str, depth: int) -> ast.Ca
         made = _cpu_generator(a, defaults[param], func.lineno, depth + 1)
         if made is not None:
             return made
+    callee, skip = func.name, 0
     if a.functions.get(func.name) is not func:
-        return None  # only module-level functions are called by their bare name
-    index = next((i for i, p in enumerate(positional) if p.arg == param), None)
+        cls = a.class_of(func)
+        if func.name != "__init__" or cls is None:
+            return None  # only functions and classes are called by their bare name
+        callee, skip = cls.name, 1  # ``RandomJitter(0.01, generator)`` passes no ``self``
+    index = next((i - skip for i, p in enumerate(positional) if p.arg == param), None)
     for call in a.calls:
-        if not isinstance(call.func, ast.Name) or call.func.id != func.name:
+        if not isinstance(call.func, ast.Name) or call.func.id != callee:
             continue
         passed = keyword(call, param)
         if passed is None and index is not None and index < len(call.args):
