@@ -129,6 +129,12 @@ class FileContext:
         return stored | {arg.arg for arg in self.of_type(ast.arg)}  # type: ignore[attr-defined]
 
     @cached_property
+    def mentions_loaders(self) -> bool:
+        """Whether anything here can make a loader (``DataLoader``, a ``*Loader`` class) for
+        inference to find; asked for every loop, so searched once."""
+        return "Loader" in self.source
+
+    @cached_property
     def module_classes(self) -> set[str]:
         return {n for n, c in self.classes.items() if self.base_names(c) & K.MODULE_BASES}
 

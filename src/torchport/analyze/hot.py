@@ -107,7 +107,7 @@ def _iterates_loader(ctx: FileContext, iterable: ast.expr) -> bool:
     iterable = wrapped.args[0] if wrapped is not None else iterable
     if _named(iterable).endswith("loader"):
         return True
-    if "Loader" not in ctx.source:
+    if not ctx.mentions_loaders:
         return False  # nothing here makes a loader for inference to find
     info = ctx.info(iterable)
     return info is not None and info.kind == K.LOADER
