@@ -252,9 +252,12 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
         info = a.info(func.value)
         if call.args or info is None or info.kind != K.MODULE:
             continue
-        if a.function_of(call) not in scaled:
-            # cast elsewhere (`build_model` returns `model.half()`): the model the optimizer
-            # trains, by name, is the one the scaler's function steps
+        owner = a.function_of(call)
+        if owner not in scaled:
+            # cast elsewhere (`build_model` returns `model.half()`, or at module level): the
+            # model the optimizer trains, by name, is the one the scaler's function steps
+            if owner is not None and not _returns_model(owner, a.text(func.value), call):
+                continue  # another function's own model (a test of half precision)
             trained = _trained_names(a) if trained is None else trained
             if a.text(func.value) not in trained:
                 continue
@@ -265,6 +268,17 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
             a.loc(call),
             Fix("drop `.half()` and train under `torch.autocast`"),
         )
+
+
+def _returns_model(func: ast.AST, name: str, call: ast.Call) -> bool:
+    """``func`` hands the cast model back: ``return model.half()`` or ``return model``."""
+    for node in walk_local(func):
+        if isinstance(node, ast.Return) and node.value is not None:
+            if node.value is call or any(
+                isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value)
+            ):
+                return True
+    return False
 
 
 def autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
