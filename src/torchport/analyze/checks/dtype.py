@@ -272,13 +272,11 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
 
 def _returns_model(func: ast.AST, name: str, call: ast.Call) -> bool:
     """``func`` hands the cast model back: ``return model.half()`` or ``return model``."""
-    for node in walk_local(func):
-        if isinstance(node, ast.Return) and node.value is not None:
-            if node.value is call or any(
-                isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value)
-            ):
-                return True
-    return False
+    returned = [n.value for n in walk_local(func) if isinstance(n, ast.Return) and n.value]
+    return any(
+        value is call or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value))
+        for value in returned
+    )
 
 
 def autocast_blocks(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
