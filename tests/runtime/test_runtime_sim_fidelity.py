@@ -265,3 +265,15 @@ def test_backward_of_an_indexed_write_of_a_parameter_runs_as_on_a_gpu() -> None:
     assert grads[0].flatten().tolist() == [4.0] * 4  # the token was written 4 times
     assert grads[1].sum().item() == 2 * 5 * 4 - 4 * 4
     assert not any(f.code == "TP150" for f in w.findings)
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_a_model_moves_to_the_device_under_no_grad_and_inference_mode(mode: type) -> None:
+    with watch("cuda") as w, mode():
+        model = nn.Linear(2, 2)
+        weight = model.weight
+        model = model.to("cuda")
+        out = model(torch.randn(1, 2, device="cuda"))
+    assert out.device.type == "cuda" and model.weight.device.type == "cuda"
+    assert model.weight is weight  # moved in place, as on a GPU
+    assert w.findings == []

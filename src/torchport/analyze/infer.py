@@ -145,6 +145,9 @@ def _call(scope: Scope, call: ast.Call, line: int) -> Info | None:
     return None
 
 
+_DRAWN_FROM_INPUT = {"torch.multinomial", "torch.bernoulli", "torch.normal"}
+
+
 def _factory(scope: Scope, call: ast.Call, q: str, line: int) -> Info:
     dtype = K.dtype_name(_dtype_text(scope, keyword(call, "dtype")))
     if dtype is None and q in K.INT_FACTORIES:
@@ -157,6 +160,12 @@ def _factory(scope: Scope, call: ast.Call, q: str, line: int) -> Info:
     dev_expr = keyword(call, "device")
     device = "cpu" if dev_expr is None else device_of(scope, dev_expr, line)
     target = None if dev_expr is None else scope.ctx.text(dev_expr)
+    if dev_expr is None and q in _DRAWN_FROM_INPUT and call.args:
+        # ``torch.multinomial(probs, 1)``, ``torch.normal(mean, std)``: where the input is
+        given = infer(scope, call.args[0], line)
+        if q != "torch.normal" or (given is not None and given.kind == K.TENSOR):
+            device = given.device if given is not None and given.kind == K.TENSOR else None
+            target = given.target if given is not None else None
     name = q.rsplit(".", maxsplit=1)[-1]
     return Info(
         K.TENSOR,

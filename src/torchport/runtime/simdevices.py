@@ -23,8 +23,15 @@ Seen = list[tuple[int | str, torch.device, bool]]  # (argument, device, is 0-dim
 
 _aten = torch.ops.aten
 # Ops whose tensors may sit on different devices; the result lives where ``self`` (or the
-# ``device`` argument) says.
-_CROSS_DEVICE_OK = {_aten.copy_.default, _aten._to_copy.default, _aten.lift_fresh.default}
+# ``device`` argument) says. ``_has_compatible_shallow_copy_type`` is Module.to's question
+# whether the moved data can go into the same parameter (a CPU and a CUDA dense tensor can):
+# asked under no_grad or inference_mode, it reached the device check.
+_CROSS_DEVICE_OK = {
+    _aten.copy_.default,
+    _aten._to_copy.default,
+    _aten.lift_fresh.default,
+    _aten._has_compatible_shallow_copy_type.default,
+}
 # Advanced indexing. Reading (``x[i]``) accepts index tensors on the CPU or on x's device
 # (ATen's check_indices_on_cpu_or_selfdevice); writing (``x[i] = v``, and the backward of a read)
 # moves index tensors of any device to x's (ATen's make_info, "Ensure indices are on the same

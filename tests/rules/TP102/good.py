@@ -20,3 +20,12 @@ def collated(dataset, device):
     model = nn.Linear(4, 3).to(device)
     for x, y in loader:
         out = model(x)  # the collate_fn moved the batch
+
+
+@torch.no_grad()
+def sample(prompt, steps, device):
+    model = nn.Embedding(10, 10).to(device)
+    logits = model(prompt.to(device))
+    for _ in range(steps):
+        nxt = torch.multinomial(torch.softmax(logits, dim=-1), 1)  # on the device of the probs
+        logits = model(nxt)
