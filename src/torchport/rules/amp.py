@@ -394,6 +394,38 @@ class UnscaleEveryMicroBatch(Rule):
     severity = Severity.ERROR
 
 
+@register
+class AutocastDeviceString(Rule):
+    """## What it does
+    Flags `torch.autocast(device_type=...)` given a device rather than a device type:
+    `str(device)`, an f-string, or a `torch.device`.
+
+    ## Why is this bad?
+    `device_type` takes `"cuda"` or `"cpu"`. On the CPU `str(device)` is `"cpu"` and the
+    program runs; on a GPU it is `"cuda:0"` and torch stops with "User specified an
+    unsupported autocast device_type 'cuda:0'".
+
+    ## Example
+    ```python
+    with torch.autocast(device_type=str(self.device), dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast(device_type=self.device.type, dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    Safe: `device.type` is the type `str(device)` starts with.
+    """
+
+    code = "TP324"
+    name = "autocast-device-string"
+    severity = Severity.ERROR
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 

@@ -499,3 +499,36 @@ class ShardMetricNotReduced(Rule):
     code = "TP414"
     name = "shard-metric-not-reduced"
     severity = Severity.WARNING
+
+
+@register
+class SyncBatchNormAfterWrapping(Rule):
+    """## What it does
+    Flags `nn.SyncBatchNorm.convert_sync_batchnorm(model)` applied to a model already wrapped
+    in `DistributedDataParallel`.
+
+    ## Why is this bad?
+    DDP registered its hooks and buckets on the parameters of the BatchNorm layers it was
+    given; the conversion builds new layers, so the wrapper goes on synchronizing modules the
+    model no longer uses (or fails on the new ones), and the statistics are still per process.
+    Convert first, then wrap.
+
+    ## Example
+    ```python
+    model = DDP(model.to(local_rank), device_ids=[local_rank])
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    ```
+
+    ## Use instead
+    ```python
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(model).to(local_rank)
+    model = DDP(model, device_ids=[local_rank])
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP415"
+    name = "sync-batchnorm-after-wrapping"
+    severity = Severity.WARNING

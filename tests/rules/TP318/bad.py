@@ -25,3 +25,7 @@ class Descriptor(torch.nn.Module):
 def embed(encoder, ids):
     vectors = encoder.half()(ids)
     return torch.nn.functional.normalize(vectors, dim=-1)  # default eps 1e-12
+
+
+def normalize_quaternion(q, eps=1e-12):
+    return q.half() / q.half().norm(dim=-1, keepdim=True).clamp_min(eps)

@@ -29,3 +29,7 @@ class Descriptor(torch.nn.Module):
 def embed(encoder, ids):
     vectors = encoder.half()(ids)
     return torch.nn.functional.normalize(vectors, dim=-1, eps=1e-6)
+
+
+def normalize_quaternion(q, eps=1e-6):
+    return q.half() / q.half().norm(dim=-1, keepdim=True).clamp_min(eps)

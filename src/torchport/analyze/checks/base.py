@@ -143,8 +143,11 @@ class Analysis(FileContext):
         from torchport.analyze.flow.values import Kind, OKind
 
         val = placement.interp.events.values.get(id(node))
-        if val is None or val.kind is not Kind.TENSOR:
+        if val is None:
             return False
+        moved = bool(val.origins) and all(o.kind is OKind.MOVE for o in val.origins)
+        if val.kind is not Kind.TENSOR and not (val.kind is Kind.UNKNOWN and moved):
+            return False  # a batch of unknown kind moved with .to(): a tensor (or a module)
         # what a checkpoint holds may be numbers (its "step"): not known to be tensors
         return all(o.kind is not OKind.LOAD for o in val.origins) and placement.on_device(val)
 

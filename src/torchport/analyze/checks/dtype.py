@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import module_cast_dtype
+from torchport.analyze.checks.values import assigned_value, module_cast_dtype
 from torchport.analyze.context import walk_local
 from torchport.analyze.edits import (
     add_first_argument,
@@ -248,9 +249,11 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
         return
     scaled = {a.function_of(c) for c in a.call_named(*K.GRAD_SCALERS)}
     trained: set[str] | None = None
-    for call, func in a.method_calls("half"):
+    for call, func in a.method_calls("half", "to"):
         info = a.info(func.value)
-        if call.args or info is None or info.kind != K.MODULE:
+        if info is None or info.kind != K.MODULE:
+            continue
+        if call.args if func.attr == "half" else not _to_float16(a, call):
             continue
         owner = a.function_of(call)
         if owner not in scaled:
@@ -266,8 +269,22 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
             "GradScaler: the scaler cannot unscale float16 gradients; keep float32 weights and "
             "use `torch.autocast`",
             a.loc(call),
-            Fix("drop `.half()` and train under `torch.autocast`"),
+            Fix("drop the float16 cast and train under `torch.autocast`"),
         )
+
+
+def _to_float16(a: Analysis, call: ast.Call) -> bool:
+    """``.to(torch.float16)``, ``.to(device, dtype=torch.half)``, or a dtype variable that may
+    be float16 (``dtype = torch.float16 if cuda else torch.float32``)."""
+    for given in (keyword(call, "dtype"), *call.args):
+        value = assigned_value(a, given, call.lineno) if isinstance(given, ast.Name) else None
+        text = a.text(value or given) if given is not None else ""
+        if _FLOAT16.search(text):
+            return True
+    return False
+
+
+_FLOAT16 = re.compile(r"(?<!b)float16|torch\.half\b")  # not bfloat16
 
 
 def _returns_model(func: ast.AST, name: str, call: ast.Call) -> bool:

@@ -1,6 +1,6 @@
 """Static detectors of ops CUDA refuses where the CPU runs them: integer matrix products and
 bilinear/bicubic resizing of uint8 images (TP321), binary cross-entropy under autocast
-(TP322)."""
+(TP322), and an autocast given a device where it takes a device type (TP324)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.dtype import autocast_blocks
+from torchport.analyze.edits import replace_node
 from torchport.analyze.hot import reached_from
 from torchport.analyze.infer import keyword
-from torchport.findings import Finding, Fix
+from torchport.findings import Finding, Fix, Safety
 from torchport.rules import amp as A
 from torchport.rules import dtype as R
 
@@ -115,3 +116,42 @@ def _on_cuda(call: ast.Call) -> bool:
     if isinstance(enabled, ast.Constant) and enabled.value is False:
         return False
     return not (isinstance(device, ast.Constant) and device.value == "cpu")
+
+
+@detector(A.AutocastDeviceString)
+def autocast_device_string(a: Analysis) -> Iterator[Finding]:
+    if "autocast" not in a.source:
+        return
+    for _, call in autocast_blocks(a):
+        given = keyword(call, "device_type") or (call.args[0] if call.args else None)
+        device = _device_of_string(a, given)
+        if given is None or device is None:
+            continue
+        fix = f"{a.text(device)}.type"
+        yield A.AutocastDeviceString.finding(
+            f'`{a.name(given)}` names a device ("cuda:0" on a GPU), not a device type: '
+            "autocast refuses it there; pass `" + fix + "`",
+            a.loc(given),
+            Fix(f"pass `{fix}`", (replace_node(a, given, fix),), Safety.SAFE),
+        )
+
+
+def _device_of_string(a: Analysis, given: ast.expr | None) -> ast.expr | None:
+    """The device in ``str(device)`` or ``f"{device}"``, or ``given`` when it is a device."""
+    if (
+        isinstance(given, ast.Call)
+        and isinstance(given.func, ast.Name)
+        and given.func.id == "str"
+        and given.args
+        and "str" not in a.bound_names
+    ):
+        return given.args[0]
+    if isinstance(given, ast.JoinedStr) and len(given.values) == 1:
+        value = given.values[0]
+        if isinstance(value, ast.FormattedValue):
+            return value.value
+    if given is not None and not isinstance(given, ast.Constant):
+        info = a.info(given)
+        if info is not None and info.kind == K.DEVICE and info.origin != "the device of a value":
+            return given
+    return None

@@ -9,6 +9,7 @@ from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import parameter_defaults
 from torchport.analyze.context import is_self_attr
 from torchport.analyze.edits import ensure_import, replace_node
+from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix, Safety
 from torchport.rules import dtype as R
 
@@ -74,31 +75,68 @@ def float16_vanishing_epsilon(a: Analysis) -> Iterator[Finding]:
     yield from _default_eps(a)
     if "e-" not in a.source or not _computes_in_float16(a):
         return
-    named = _named_numbers(a)
-    attributes: dict[ast.ClassDef, dict[str, float]] = {}  # filled per class, on demand
+    values = _Numbers(a)
+    for node, guard in _guards(a):
+        value = values.of(guard, node)
+        if value is not None and 0 < abs(value) < FLOAT16_SMALLEST:
+            yield R.Float16VanishingEpsilon.finding(
+                f"`{a.text(guard)}` ({value:g}) rounds to 0 in float16: where "
+                f"`{a.name(node)}` is computed in float16 (this file computes in float16) "
+                "the guard does nothing; compute it in float32 or use an eps float16 holds",
+                a.loc(node),
+                Fix("compute this in float32 (`.float()`), or use an eps of 1e-4 or more"),
+            )
+
+
+_CLAMPS = ("clamp", "clamp_min", "clamp_", "clamp_min_")
+
+
+def _guards(a: Analysis) -> Iterator[tuple[ast.AST, ast.expr]]:
+    """Where a small number guards a division or a log: ``x + eps`` (either side, once) and a
+    clamp from below (``norm.clamp_min(eps)``, ``x.clamp(min=eps)``, ``torch.clamp(x, eps)``)."""
     for node in a.of_type(ast.BinOp):
         assert isinstance(node, ast.BinOp)
         if not isinstance(node.op, ast.Add) or all(map(_literal, (node.left, node.right))):
             continue  # `1e-30 + 1e-30j`: arithmetic on constants, no tensor
-        for side in (node.left, node.right):
-            if isinstance(side, ast.Name):
-                value = named.get(side.id)
-            elif is_self_attr(side):
-                cls = a.class_of(a.function_of(node) or a.tree)
-                if cls is not None and cls not in attributes:
-                    attributes[cls] = _attribute_numbers(a, cls)
-                value = attributes[cls].get(side.attr) if cls is not None else None  # type: ignore[attr-defined]
-            else:
-                value = _number(side)
-            if value is not None and 0 < abs(value) < FLOAT16_SMALLEST:
-                yield R.Float16VanishingEpsilon.finding(
-                    f"`{a.text(side)}` ({value:g}) rounds to 0 in float16: where "
-                    f"`{a.name(node)}` is computed in float16 (this file computes in float16) "
-                    "the guard does nothing; compute it in float32 or use an eps float16 holds",
-                    a.loc(node),
-                    Fix("compute this in float32 (`.float()`), or use an eps of 1e-4 or more"),
-                )
-                break
+        yield node, node.left
+        yield node, node.right
+    if "clamp" not in a.source:
+        return
+    for call, func in a.method_calls(*_CLAMPS):
+        if a.qualname(func) in ("torch.clamp", "torch.clamp_min"):
+            given = call.args[1] if len(call.args) > 1 else keyword(call, "min")
+        else:
+            given = call.args[0] if call.args else keyword(call, "min")
+        if given is not None:
+            yield call, given
+
+
+class _Numbers:
+    """The number an expression stands for: a literal, a module-level constant (``EPS =
+    1e-15``), a parameter's default (``def f(q, eps=1e-12)``) or ``self.eps`` set in
+    ``__init__`` (each class looked at once, on demand)."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.named = _named_numbers(a)
+        self.attributes: dict[ast.ClassDef, dict[str, float]] = {}
+
+    def of(self, expr: ast.expr, where: ast.AST) -> float | None:
+        a = self.a
+        if isinstance(expr, ast.Name):
+            func = a.function_of(where)
+            defaults = parameter_defaults(func) if func is not None else {}
+            if expr.id in defaults:
+                return _number(defaults[expr.id])
+            return self.named.get(expr.id)
+        if is_self_attr(expr):
+            cls = a.class_of(a.function_of(where) or a.tree)
+            if cls is None:
+                return None
+            if cls not in self.attributes:
+                self.attributes[cls] = _attribute_numbers(a, cls)
+            return self.attributes[cls].get(expr.attr)  # type: ignore[attr-defined]
+        return _number(expr)
 
 
 def _default_eps(a: Analysis) -> Iterator[Finding]:

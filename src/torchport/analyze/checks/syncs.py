@@ -91,6 +91,10 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             if _maybe_on_device(a, arg):
                 yield _sync(a, call, f"`{func.id}({a.name(arg)})`")
                 break
+    for call in a.calls:
+        tensor = _sized_by_values(a, call)
+        if tensor is not None and _every_step(a, call) and _maybe_on_device(a, tensor):
+            yield _sync(a, call, f"`{a.name(call)}`, whose size depends on the values,")
     for node in a.hot:
         if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
             tensor = _tensor_in_test(a, node.test)
@@ -102,6 +106,22 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             and not rarely_runs(a, node)
         ):
             yield _sync(a, node.value, f"formatting `{a.name(node.value)}` in an f-string")
+
+
+# Ops whose output size depends on the input's values: the host learns it from the device.
+_SIZED_BY_VALUES = frozenset(
+    {"unique", "unique_consecutive", "nonzero", "argwhere", "masked_select", "bincount"}
+)
+
+
+def _sized_by_values(a: Analysis, call: ast.Call) -> ast.expr | None:
+    """The tensor of ``torch.unique(t)``, ``t.nonzero()``, ``torch.masked_select(t, m)``…"""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _SIZED_BY_VALUES:
+        return None
+    if a.qualname(func) == f"torch.{func.attr}":
+        return call.args[0] if call.args else None
+    return None if a.qualname(func) is not None else func.value
 
 
 def _keyword(node: ast.AST) -> str:

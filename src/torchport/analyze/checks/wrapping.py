@@ -1,6 +1,6 @@
 """Static detectors of how a model is wrapped in DDP and trained under it: wrapped with device
 ids before it is moved (TP411), gradients all-reduced at every micro-batch of an accumulation
-(TP413).
+(TP413), BatchNorm converted to SyncBatchNorm after wrapping (TP415).
 
 DataParallel is not flagged: moving the wrapper after wrapping moves its module too, before
 the first forward pass, which is when DataParallel checks (with one GPU it moves the module
@@ -102,3 +102,34 @@ def _attr(call: ast.Call) -> str:
 
 def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:
     return next((up for up in a.ancestors(node) if isinstance(up, ast.For | ast.While)), None)
+
+
+@detector(R.SyncBatchNormAfterWrapping)
+def sync_batchnorm_after_wrapping(a: Analysis) -> Iterator[Finding]:
+    if "convert_sync_batchnorm" not in a.source:
+        return
+    wraps = list(a.call_named(*_WRAPPERS))
+    for call in a.call_named("torch.nn.SyncBatchNorm.convert_sync_batchnorm"):
+        given = call.args[0] if call.args else keyword(call, "module")
+        if not isinstance(given, ast.Name):
+            continue
+        owner = a.function_of(call)
+        wrap = next(
+            (
+                w
+                for w in wraps
+                if a.function_of(w) is owner
+                and w.lineno < call.lineno
+                and _bound_to(a, w) == given.id
+            ),
+            None,
+        )
+        if wrap is None:
+            continue
+        yield R.SyncBatchNormAfterWrapping.finding(
+            f"`{given.id}` was wrapped in DDP at line {wrap.lineno}: converting its BatchNorm "
+            "layers now leaves the wrapper synchronizing the old ones; convert first, then wrap",
+            a.loc(call),
+            Fix("call convert_sync_batchnorm before DistributedDataParallel(...)"),
+            related=(a.loc(wrap),),
+        )

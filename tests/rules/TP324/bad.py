@@ -1,0 +1,14 @@
+import torch
+
+
+class Trainer:
+    def __init__(self, model, device):
+        self.model, self.device = model.to(device), device
+
+    def step(self, x):
+        with torch.autocast(device_type=str(self.device), dtype=torch.float16):
+            return self.model(x.to(self.device))
+
+    def evaluate(self, x):
+        with torch.autocast(f"{self.device}", dtype=torch.bfloat16):
+            return self.model(x.to(self.device))

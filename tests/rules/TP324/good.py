@@ -1,0 +1,14 @@
+import torch
+
+
+class Trainer:
+    def __init__(self, model, device):
+        self.model, self.device = model.to(device), device
+
+    def step(self, x):
+        with torch.autocast(device_type=self.device.type, dtype=torch.float16):
+            return self.model(x.to(self.device))
+
+    def evaluate(self, x, kind="cuda"):
+        with torch.autocast(kind, dtype=torch.bfloat16):
+            return self.model(x.to(self.device))
