@@ -203,6 +203,14 @@ def _masked_in_loop() -> None:
         model(x[x[:, 0] > 0]).sum().backward()  # TP206
 
 
+def _unique_in_loop() -> None:
+    model = nn.Linear(4, 1).to("cuda")
+    for _ in range(4):
+        labels = torch.randint(0, 3, (8,), device="cuda")
+        classes = torch.unique(labels)  # TP206 unique
+        model(torch.randn(8, 4, device="cuda")).sum().div(len(classes)).backward()
+
+
 def _unpinned_loader() -> None:
     loader = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=2)  # TP201
     for (x,) in loader:
@@ -255,6 +263,7 @@ def _sampler_unused() -> None:
         (_generated_on_host_once, set()),
         (_drawn_from_a_seeded_host_generator, set()),
         (_masked_in_loop, {("TP206", _line("TP206"))}),
+        (_unique_in_loop, {("TP206", _line("TP206 unique"))}),
         (_unpinned_loader, {("TP201", _line("TP201"))}),
         (_unpinned_once_or_by_choice, set()),
         (_loader_pins, set()),

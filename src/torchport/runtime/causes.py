@@ -90,7 +90,9 @@ def library_cause(
     frame: FrameType | None = inspect.currentframe()
     for _ in range(start):
         frame = frame.f_back if frame is not None else None
-    while frame is not None and is_torchport_file(frame.f_code.co_filename):
+    while frame is not None and (
+        is_torchport_file(frame.f_code.co_filename) or _op_wrapper(frame.f_code.co_filename)
+    ):
         frame = frame.f_back
     if frame is None or is_user_file(frame.f_code.co_filename):
         return None
@@ -101,6 +103,15 @@ def library_cause(
             return rule(frame, tensor, provenance)
         frame = frame.f_back
     return Cause(_describe(innermost), "")
+
+
+# torch's own Python layer of a public op (``torch.unique`` is written in torch/functional.py
+# and dispatches through torch/overrides.py): a sync there is the op's, made at the user's call.
+_OP_WRAPPERS = ("torch/functional.py", "torch/overrides.py", "torch/_jit_internal.py")
+
+
+def _op_wrapper(filename: str) -> bool:
+    return filename.replace(os.sep, "/").endswith(_OP_WRAPPERS)
 
 
 def _rule_for(frame: FrameType) -> Rule | None:

@@ -80,11 +80,22 @@ def _sampled(record: Record) -> str:
 
 
 # Syncs whose fix is not "read it less often".
+_SIZED_BY_VALUES = (
+    "the result's size depends on the values, so the host waits to learn it: keep a fixed "
+    "shape (a mask and torch.where, scatter_add_/index_add_ over a known size), or pass the "
+    "size when the op takes it (bincount's minlength still reads the maximum)"
+)
+_SIZED_KINDS = (
+    "torch.unique", ".unique()", "torch.unique_consecutive", "torch.bincount", ".bincount()",
+    "torch.masked_select", ".masked_select()", "torch.argwhere", ".argwhere()",
+    "torch.nonzero", ".nonzero()",
+)  # fmt: skip
 _SYNC_FIXES = {
     "tensor[bool mask]": (
         "the result's size depends on the mask, so the host reads the mask's count: keep a fixed "
         "shape instead (multiply by the mask, or torch.where), or index once per epoch"
     ),
+    **dict.fromkeys(_SIZED_KINDS, _SIZED_BY_VALUES),
 }
 
 

@@ -61,6 +61,12 @@ _SYNC_KINDS: dict[Any, str] = {
     T.__int__: "int(tensor)", T.__float__: "float(tensor)", T.__format__: "format(tensor)",
     T.__repr__: "print(tensor)", T.nonzero: ".nonzero()", torch.nonzero: "torch.nonzero",
     T.numpy: ".numpy()", T.__array__: "numpy.asarray(tensor)",
+    # ops whose output size depends on the values: the host learns it from the device
+    torch.unique: "torch.unique", T.unique: ".unique()", T.unique_consecutive: ".unique()",
+    torch.unique_consecutive: "torch.unique_consecutive", torch.bincount: "torch.bincount",
+    T.bincount: ".bincount()", torch.masked_select: "torch.masked_select",
+    T.masked_select: ".masked_select()", torch.argwhere: "torch.argwhere",
+    T.argwhere: ".argwhere()",
 }  # fmt: skip
 _PROMOTING = {
     torch.add, torch.sub, torch.mul, torch.div, torch.true_divide, T.add, T.sub, T.mul, T.div,
