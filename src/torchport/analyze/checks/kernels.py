@@ -130,7 +130,7 @@ def autocast_device_string(a: Analysis) -> Iterator[Finding]:
         fix = f"{a.text(device)}.type"
         yield A.AutocastDeviceString.finding(
             f'`{a.name(given)}` names a device ("cuda:0" on a GPU), not a device type: '
-            "autocast refuses it there; pass `" + fix + "`",
+            "torch releases of 2024-2025 refuse it there; pass `" + fix + "`",
             a.loc(given),
             Fix(f"pass `{fix}`", (replace_node(a, given, fix),), Safety.SAFE),
         )
