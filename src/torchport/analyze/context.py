@@ -97,6 +97,22 @@ class FileContext:
             node = self.parents[node]
             yield node
 
+    def own_callee(self, call: ast.Call) -> Func | None:
+        """The function ``f(...)`` or the method ``self.m(...)`` of this file that ``call``
+        calls, found by name alone (no inference)."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.functions.get(func.id)
+        if not is_self_attr(func):
+            return None
+        owner = self.function_of(call)
+        cls = self.class_of(owner) if owner is not None else None
+        return self.method(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+
+    def enclosing(self, node: ast.AST, *types: type[ast.AST]) -> ast.AST | None:
+        """The innermost node of one of ``types`` around ``node`` (its loop, its function)."""
+        return next((up for up in self.ancestors(node) if isinstance(up, types)), None)
+
     def function_of(self, node: ast.AST) -> Func | None:
         for up in self.ancestors(node):
             if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef):

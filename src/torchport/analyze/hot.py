@@ -121,15 +121,7 @@ def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
     methods are followed (cheap to resolve; no inference)."""
     if depth == 0 or not isinstance(node, ast.Call):
         return False
-    func = node.func
-    if isinstance(func, ast.Name):
-        callee = ctx.functions.get(func.id)
-    elif isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "self":
-        owner = ctx.function_of(node)
-        cls = ctx.class_of(owner) if owner is not None else None
-        callee = ctx.method(cls, func.attr) if cls is not None else None
-    else:
-        return False
+    callee = ctx.own_callee(node)
     if callee is None or rarely_runs(ctx, node):
         return False
     body = _own_body(callee)
@@ -205,14 +197,12 @@ def looks_like_model_call(ctx: FileContext, node: ast.Call) -> bool:
 
 def _callees(ctx: FileContext, call: ast.Call) -> list[Func]:
     func = call.func
-    if isinstance(func, ast.Name) and func.id in ctx.functions:
-        return [ctx.functions[func.id]]
+    own = ctx.own_callee(call)
+    if own is not None:
+        return [own]
     owner = ctx.function_of(call)
     cls = ctx.class_of(owner) if owner is not None else None
     if is_self_attr(func):
-        method = ctx.method(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
-        if method is not None:
-            return [method]
         # a submodule (``self.attend(q, k, v)``): its class's forward
         callee = ctx.self_attr(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
     elif isinstance(func, ast.Name) and func.id not in ctx.bound_names:

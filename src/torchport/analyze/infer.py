@@ -84,13 +84,13 @@ def device_of(scope: Scope, expr: ast.expr | None, line: int) -> str | None:
     info = infer(scope, expr, line)
     if info is not None and info.kind == K.DEVICE:
         # `x.device` is wherever x is; a device the script picked may be an accelerator
-        return info.device if info.origin == _OF_VALUE else info.device or "accel"
+        return info.device if info.origin == OF_VALUE else info.device or "accel"
     if info is None and _names_a_device(expr):
         return "accel"
     return None
 
 
-_OF_VALUE = "the device of a value"
+OF_VALUE = "the device of a value"  # the origin of ``x.device``: wherever x is
 _HOLDERS = ("self", "args", "cfg", "config", "opt", "opts", "hparams", "settings")
 
 
@@ -113,7 +113,7 @@ def _attribute(scope: Scope, expr: ast.Attribute, line: int) -> Info | None:
     if base.kind == K.TENSOR and expr.attr in ("T", "data", "mT", "grad", "real"):
         return base
     if base.kind in (K.TENSOR, K.MODULE) and expr.attr == "device":
-        return Info(K.DEVICE, device=base.device, origin=_OF_VALUE)
+        return Info(K.DEVICE, device=base.device, origin=OF_VALUE)
     return None
 
 
@@ -162,10 +162,12 @@ def _factory(scope: Scope, call: ast.Call, q: str, line: int) -> Info:
     target = None if dev_expr is None else scope.ctx.text(dev_expr)
     if dev_expr is None and q in _DRAWN_FROM_INPUT and call.args:
         # ``torch.multinomial(probs, 1)``, ``torch.normal(mean, std)``: where the input is
+        # (``torch.normal(0.0, 1.0, size)`` of numbers is a factory of the host)
         given = infer(scope, call.args[0], line)
-        if q != "torch.normal" or (given is not None and given.kind == K.TENSOR):
-            device = given.device if given is not None and given.kind == K.TENSOR else None
-            target = given.target if given is not None else None
+        tensor = given if given is not None and given.kind == K.TENSOR else None
+        if tensor is not None or q != "torch.normal":
+            device = tensor.device if tensor is not None else None
+            target = tensor.target if tensor is not None else None
     name = q.rsplit(".", maxsplit=1)[-1]
     return Info(
         K.TENSOR,

@@ -23,11 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchport.findings import Fix
-from torchport.rules.dtype import (
-    Float16OverflowingConstant,
-    IntegersRoundedInLowPrecision,
-    NonFiniteOpOutput,
-)
+from torchport.rules.dtype import Float16OverflowingConstant, IntegersRoundedInLowPrecision
 from torchport.runtime import simtensor
 from torchport.runtime.sites import call_name, user_site
 
@@ -172,19 +168,12 @@ def check_overflow(
         observer.internal("checking a float16 result", internal)
         return
     observer.watch_overflow = False  # the first overflow is the cause; the rest follow it
-    site = user_site(call_name(func))
-    module = observer.tracker.current
-    running = f" in {observer.tracker.path(module)}" if module is not None else ""
-    observer.add(
-        NonFiniteOpOutput.finding(
-            f"{call_name(func)}{running} overflows float16 (inf/NaN from finite inputs; the "
-            "same op in float32 stays finite): on the GPU path, where it runs in float16",
-            None if site is None else site.location(),
-            Fix("compute this op in float32 (`.float()`, cast back after), or scale it down"),
-            op=call_name(func),
-            dtype="float16",
-        ),
-        site,
+    observer.report_non_finite(
+        func,
+        "overflows float16 (inf/NaN from finite inputs; the same op in float32 stays finite): "
+        "on the GPU path, where it runs in float16",
+        "compute this op in float32 (`.float()`, cast back after), or scale it down",
+        "float16",
     )
 
 

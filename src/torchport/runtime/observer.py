@@ -319,17 +319,26 @@ class Observer(TorchFunctionMode):
             floating = isinstance(arg, torch.Tensor) and arg.is_floating_point()
             if floating and not bool(torch.isfinite(simtensor.plain(arg)).all()):
                 return  # inf/NaN came in; the first op that made them was reported (or unseen)
+        dtype = str(out.dtype).replace("torch.", "")
+        self._check_finite = False
+        self.report_non_finite(
+            func,
+            f"produced inf/NaN ({dtype}) from finite inputs; this is the first op of the run "
+            "to do so",
+            "compute this op in float32 (or bfloat16), or scale its inputs down",
+            dtype,
+        )
+
+    def report_non_finite(self, func: Any, what: str, fix: str, dtype: str) -> None:
+        """TP351 at the user's line that called ``func``, with the module running it."""
         site = user_site(call_name(func))
         module = self.tracker.current
         running = f" in {self.tracker.path(module)}" if module is not None else ""
-        dtype = str(out.dtype).replace("torch.", "")
-        self._check_finite = False
         self.add(
             NonFiniteOpOutput.finding(
-                f"{call_name(func)}{running} produced inf/NaN ({dtype}) from finite inputs; "
-                "this is the first op of the run to do so",
+                f"{call_name(func)}{running} {what}",
                 None if site is None else site.location(),
-                Fix("compute this op in float32 (or bfloat16), or scale its inputs down"),
+                Fix(fix),
                 op=call_name(func),
                 dtype=dtype,
             ),

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, made_at
-from torchport.analyze.context import Func, walk_local
+from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import replace_node
 from torchport.analyze.infer import keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -271,13 +271,10 @@ def _same_file_callee(a: Analysis, call: ast.Call, root: ast.AST) -> Func | None
     """What ``f(...)``, ``self.m(...)`` or ``obj.m(...)`` (``obj = Cls(...)`` above, in the
     same function) calls, when the file defines it."""
     func = call.func
-    if isinstance(func, ast.Name):
-        return a.functions.get(func.id)
+    if isinstance(func, ast.Name) or is_self_attr(func):
+        return a.own_callee(call)
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
         return None
-    if func.value.id == "self":
-        cls = a.class_of(root)
-        return None if cls is None else a.method(cls, func.attr)
     made = assigned_value(a, func.value, call.lineno)
     if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
         cls = a.classes.get(made.func.id)

@@ -12,7 +12,7 @@ from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.dtype import autocast_blocks
 from torchport.analyze.edits import replace_node
 from torchport.analyze.hot import reached_from
-from torchport.analyze.infer import keyword
+from torchport.analyze.infer import OF_VALUE, keyword
 from torchport.findings import Finding, Fix, Safety
 from torchport.rules import amp as A
 from torchport.rules import dtype as R
@@ -152,6 +152,6 @@ def _device_of_string(a: Analysis, given: ast.expr | None) -> ast.expr | None:
             return value.value
     if given is not None and not isinstance(given, ast.Constant):
         info = a.info(given)
-        if info is not None and info.kind == K.DEVICE and info.origin != "the device of a value":
+        if info is not None and info.kind == K.DEVICE and info.origin != OF_VALUE:
             return given
     return None

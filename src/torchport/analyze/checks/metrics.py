@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value
-from torchport.analyze.context import Func, is_self_attr, walk_local
+from torchport.analyze.context import Func, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import distributed as R
@@ -49,24 +49,13 @@ def _evaluations_of_shards(a: Analysis) -> Iterator[tuple[Func, ast.expr]]:
     """Same-file functions that evaluate (loop over batches, no backward, no collective) and
     are handed a split loader at some call, with that argument."""
     for call in a.calls:
-        func = _same_file_callee(a, call)
+        func = a.own_callee(call)
         if func is None or not _evaluates(func):
             continue
         for arg in call.args:
             if isinstance(arg, ast.Name) and _split_loader(a, arg, call.lineno):
                 yield func, arg
                 break
-
-
-def _same_file_callee(a: Analysis, call: ast.Call) -> Func | None:
-    """The function ``f(...)`` or the method ``self.m(...)`` calls, when this file has it."""
-    func = call.func
-    if isinstance(func, ast.Name):
-        return a.functions.get(func.id)
-    if is_self_attr(func):
-        cls = a.class_of(a.function_of(call) or a.tree)
-        return a.method(cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
-    return None
 
 
 def _evaluates(func: Func) -> bool:
@@ -91,7 +80,7 @@ def _split_loader(a: Analysis, name: ast.Name, line: int) -> bool:
             return True
         dataset = made.args[0] if made.args else keyword(made, "dataset")
         return dataset is not None and "rank" in a.text(dataset)
-    helper = _same_file_callee(a, made)
+    helper = a.own_callee(made)
     return helper is not None and any(
         isinstance(n, ast.Call) and a.qualname(n.func) == _SAMPLER for n in walk_local(helper)
     )

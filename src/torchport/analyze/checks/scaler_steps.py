@@ -117,7 +117,7 @@ def _updates_skipped(a: Analysis, owner: ast.AST) -> Iterator[Finding]:
         for node in nodes:
             if not isinstance(node, exit_type) or node.lineno < first:
                 continue
-            if exit_type is ast.Continue and _loop_of(a, node) is not scope:
+            if exit_type is ast.Continue and a.enclosing(node, ast.For, ast.While) is not scope:
                 continue
             update = next((u for u in updates if u.lineno > node.lineno), None)
             if update is None:
@@ -152,19 +152,22 @@ def penalty_from_scaled_gradients(a: Analysis) -> Iterator[Finding]:
         )
 
 
+_STEP_SCOPES = (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 @detector(A.UnscaleEveryMicroBatch)
 def unscale_every_micro_batch(a: Analysis) -> Iterator[Finding]:
     if "unscale_" not in a.source or not a.makes_scaler:
         return
     # a loop over micro-batches, or a function called once per micro-batch (``micro_step``)
-    for scope in a.of_type(ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef):
+    for scope in a.of_type(*_STEP_SCOPES):
         body = getattr(scope, "body", [])
         calls = [n for stmt in body for n in walk_local(stmt) if isinstance(n, ast.Call)]
         updates = _scaler_calls(a, calls, "update")
         if not updates or not all(rarely_runs(a, u) for u in updates):
             continue  # updated at every iteration (or never here): nothing accumulates
         for call in _scaler_calls(a, calls, "unscale_"):
-            if rarely_runs(a, call) or _step_scope(a, call) is not scope:
+            if rarely_runs(a, call) or a.enclosing(call, *_STEP_SCOPES) is not scope:
                 continue
             yield A.UnscaleEveryMicroBatch.finding(
                 f"`{a.name(call)}` runs at every micro-batch but `{a.name(updates[0])}` only "
@@ -194,13 +197,3 @@ def _is_scaled(a: Analysis, node: ast.expr) -> bool:
         and node.func.attr == "scale"
         and _is_scaler(a, node.func.value)
     )
-
-
-def _step_scope(a: Analysis, node: ast.AST) -> ast.AST | None:
-    """The innermost loop or function around ``node``."""
-    scopes = (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
-    return next((up for up in a.ancestors(node) if isinstance(up, scopes)), None)
-
-
-def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:
-    return next((up for up in a.ancestors(node) if isinstance(up, ast.For | ast.While)), None)

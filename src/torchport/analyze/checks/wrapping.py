@@ -84,7 +84,11 @@ def accumulation_without_no_sync(a: Analysis) -> Iterator[Finding]:
         if not steps or not all(rarely_runs(a, s) for s in steps):
             continue  # a step at every iteration: no accumulation
         for call in calls:
-            if _attr(call) != "backward" or rarely_runs(a, call) or _loop_of(a, call) is not loop:
+            if (
+                _attr(call) != "backward"
+                or rarely_runs(a, call)
+                or a.enclosing(call, ast.For, ast.While) is not loop
+            ):
                 continue
             yield R.AccumulationWithoutNoSync.finding(
                 f"`{a.name(call)}` runs at every micro-batch while the optimizer steps every "
@@ -98,10 +102,6 @@ def accumulation_without_no_sync(a: Analysis) -> Iterator[Finding]:
 
 def _attr(call: ast.Call) -> str:
     return call.func.attr if isinstance(call.func, ast.Attribute) else ""
-
-
-def _loop_of(a: Analysis, node: ast.AST) -> ast.AST | None:
-    return next((up for up in a.ancestors(node) if isinstance(up, ast.For | ast.While)), None)
 
 
 @detector(R.SyncBatchNormAfterWrapping)
