@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from torchport.port import PortOptions, port_source
 
@@ -242,3 +244,51 @@ def test_float64_numpy_data_used_as_float64_stays_float64() -> None:
         """
     )
     assert "x = torch.from_numpy(np.linspace(0, 1, 5))\n" in out
+
+
+def test_amp_bf16_sends_binary_cross_entropy_through_a_helper_that_turns_autocast_off() -> None:
+    # CUDA's autocast refuses F.binary_cross_entropy and nn.BCELoss ("unsafe to autocast")
+    after, _ = port(
+        """\
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+        criterion = nn.BCELoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(8, 4), torch.rand(8, 1)
+        for step in range(2):
+            p = model(x)
+            loss = criterion(p, y) + F.binary_cross_entropy(p, y, reduction="sum")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """,
+        amp="bf16",
+    )
+    assert (
+        "loss = bce_without_autocast(criterion, p, y) + "
+        'bce_without_autocast(F.binary_cross_entropy, p, y, reduction="sum")'
+    ) in after
+    assert "with torch.autocast(input.device.type, enabled=False):" in after
+    namespace: dict[str, object] = {}
+    exec(compile(after, "ported.py", "exec"), namespace)  # the helper computes the loss
+    bce = namespace["bce_without_autocast"]
+    p = torch.tensor([0.25, 0.75], dtype=torch.bfloat16)
+    y = torch.tensor([0.0, 1.0])
+    got = bce(torch.nn.functional.binary_cross_entropy, p, y)  # type: ignore[operator]
+    assert got.dtype == torch.float32
+    assert got.item() == pytest.approx(-math.log(0.75), rel=1e-6)
+
+
+def test_without_amp_binary_cross_entropy_is_left_as_it_is() -> None:
+    after, _ = port(
+        """\
+        import torch.nn.functional as F
+
+        def loss(p, y):
+            return F.binary_cross_entropy(p, y)
+        """
+    )
+    assert "bce_without_autocast" not in after

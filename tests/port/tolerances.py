@@ -49,6 +49,14 @@ DEVICE_RNG = {
     "aware/reinforce_device.py": Tolerance(1.0, 0.0, "actions sampled on the device: 49%"),
 }
 
+# Measured on an H100 (torch 2.11, 2026-11-26) beyond the bounds above; each bound is about
+# twice what was measured.
+GPU_LOOSER = {
+    "custom_autograd_ste.py": Tolerance(0.025, 0.0, "TF32 moves weights across levels: 1.1%"),
+}
+BF16_GPU_LOOSER = {
+    "-m:pkg_vision.train": Tolerance(0.12, 0.0, "a small MSE, 0.005: 6.0% on an H100"),
+}
 
 # These turn on float16 autocast and loss scaling where CUDA is available (the simulated GPU
 # too) and run in float32 elsewhere: measured here 1e-4 relative apart.
@@ -78,7 +86,7 @@ def result_tolerance(program: str, *, on_gpu: bool) -> Tolerance:
         return SAME_KERNELS
     if program in AMP_SKIPS:  # float16 and loss scaling switch on with CUDA, as simulated
         return AMP_SKIPS[program]
-    return DEVICE_RNG.get(program, GPU)
+    return DEVICE_RNG.get(program) or GPU_LOOSER.get(program, GPU)
 
 
 def simulated_tolerance(program: str) -> Tolerance:
@@ -96,7 +104,7 @@ def bf16_tolerance(program: str) -> Tolerance:
     draws its device-side random numbers from CUDA's generator."""
     if ON_GPU and program in AMP_SKIPS:  # left as it is: its own float16 amp runs on CUDA
         return AMP_SKIPS[program]
-    bf16 = BF16_LOOSER.get(program, BF16)
+    bf16 = (BF16_GPU_LOOSER.get(program) if ON_GPU else None) or BF16_LOOSER.get(program, BF16)
     rng = DEVICE_RNG.get(program) if ON_GPU else None
     if rng is None or rng.rel <= bf16.rel:
         return bf16

@@ -89,6 +89,18 @@ def test_mixing_devices_raises_the_error_real_cuda_raises() -> None:
     )
 
 
+def test_a_0_dim_cpu_tensor_written_by_a_device_op_raises_as_on_a_gpu() -> None:
+    # read, a 0-dim CPU tensor is a scalar; written in place (an accumulator), CUDA refuses it
+    with watch("cuda"):
+        total = torch.tensor(0.0)
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            total += torch.ones(3, device="cuda").sum()
+        on_device = torch.zeros((), device="cuda")
+        on_device += torch.tensor(1.0)  # written on the device, read from the host: allowed
+        assert on_device.device.type == "cuda"
+        assert on_device.item() == 1.0
+
+
 def test_numpy_of_a_simulated_tensor_raises_the_real_error() -> None:
     with watch("cuda"), pytest.raises(TypeError, match="can't convert cuda:0 device type"):
         torch.ones(2).cuda().numpy()

@@ -272,7 +272,7 @@ class Placement:
         if not devices:
             return
         for expr, val in operands:
-            if val.scalar or val.kind is Kind.MODULE:
+            if val.kind is Kind.MODULE or (val.scalar and not _written(meet, expr)):
                 continue
             if meet.module and val.kind is Kind.UNKNOWN and not val.origins:
                 # the program's own step gives a model something the analysis cannot see into
@@ -534,3 +534,8 @@ def analyse(
     placement = Placement(program, interp, mode, aware=is_aware(interp), forced=set(force))
     placement.solve()
     return placement
+
+
+def _written(meet: Meet, expr: ast.expr) -> bool:
+    """Whether ``expr`` is the tensor ``meet`` writes in place (``acc`` of ``acc += x``)."""
+    return meet.written and expr is meet.operands[0][0]

@@ -96,6 +96,40 @@ def bf16_edits(
     return edits, [stmt for stmt in missed if id(stmt) not in covered]
 
 
+# CUDA's autocast refuses binary cross-entropy ("unsafe to autocast"): under the autocast the
+# port adds, each call goes through a helper the port adds, which turns autocast off for it.
+BCE_FUNCTIONS = frozenset(
+    {"torch.nn.functional.binary_cross_entropy", "torch.binary_cross_entropy"}
+)
+BCE_HELPER = "bce_without_autocast"
+
+
+def bce_calls(ctx: FileContext, values: dict[int, Val]) -> list[Edit]:
+    """``F.binary_cross_entropy(p, y)`` -> ``bce_without_autocast(F.binary_cross_entropy, p,
+    y)``, and the same for a call of an ``nn.BCELoss``. Every call of the file is rewritten:
+    outside autocast the helper computes what the call did (inputs of float32 and wider are
+    passed as they are)."""
+    edits: list[Edit] = []
+    for call in ctx.calls:
+        parts = [*call.args, *call.keywords]
+        if not parts or not _is_bce(ctx, call, values):
+            continue
+        edits.append(replace_node(ctx, call.func, BCE_HELPER))
+        edits.append(insert_at(ctx.start(parts[0]), f"{ctx.text(call.func)}, "))
+    return edits
+
+
+def _is_bce(ctx: FileContext, call: ast.Call, values: dict[int, Val]) -> bool:
+    if ctx.qualname(call.func) in BCE_FUNCTIONS:
+        return True
+    callee = values.get(id(call.func))
+    return (
+        callee is not None
+        and callee.kind is Kind.MODULE
+        and (callee.qual or "").rsplit(".", 1)[-1] == "BCELoss"
+    )
+
+
 # In-place and indexed writes whose source must have the dtype of the tensor they write into:
 # under autocast one of them is often bfloat16 and the other float32. method -> source index.
 SAME_DTYPE_WRITES = {

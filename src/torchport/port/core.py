@@ -116,6 +116,9 @@ def _port_program(
             autocast, missed = amp.bf16_edits(unit.ctx, values, plan.device)
             plan.edits.extend(autocast)
             plan.edits.extend(amp.same_dtype_writes(unit.ctx, values))
+            bce = amp.bce_calls(unit.ctx, values) if autocast else []
+            plan.edits.extend(bce)
+            plan.needs_bce = bool(bce)
             for stmt in missed:
                 plan.note(stmt, amp.NO_STEP, Severity.INFO)
             plan.uses_device = plan.uses_device or bool(autocast)
@@ -140,6 +143,8 @@ def _apply(unit: Unit, plan: UnitPlan, options: PortOptions) -> str:
         blocks.append(header.selection(ctx, plan.device, options.runtime_dependency))
     if plan.needs_helper and plan.helper not in unit.functions:
         blocks.append(header.helper(ctx, plan.helper))
+    if plan.needs_bce and amp.BCE_HELPER not in unit.functions:
+        blocks.append(header.bce_helper(ctx, amp.BCE_HELPER))
     if blocks and header.torch_name(ctx) is None:
         imports.append("import torch")
     uses_torchport = options.runtime_dependency and (plan.uses_device or plan.needs_helper)

@@ -42,6 +42,16 @@ def {helper}(batch, device):
         return type(batch)({helper}(v, device) for v in batch)
     return batch
 '''
+BCE_HELPER = '''\
+def {name}(loss, input, target, *args, **kwargs):
+    """Binary cross-entropy with autocast off (CUDA's autocast refuses it), bfloat16 and
+    float16 inputs widened to float32 ({mark})."""
+    low = ({torch}.float16, {torch}.bfloat16)
+    with {torch}.autocast(input.device.type, enabled=False):
+        input = input.float() if input.dtype in low else input
+        target = target.float() if target.dtype in low else target
+        return loss(input, target, *args, **kwargs)
+'''
 ACCELERATORS = ("cuda", "mps", "xpu")
 FALLBACK_WORDS = ("is_available", "device_count", "torch.accelerator", "default_device")
 
@@ -63,6 +73,10 @@ def selection(ctx: FileContext, name: str, runtime: bool) -> str:
 
 def helper(ctx: FileContext, name: str) -> str:
     return HELPER.format(mark=MARK, helper=name, torch=torch_name(ctx) or "torch")
+
+
+def bce_helper(ctx: FileContext, name: str) -> str:
+    return BCE_HELPER.format(mark=MARK, name=name, torch=torch_name(ctx) or "torch")
 
 
 def _after_imports(ctx: FileContext) -> int:

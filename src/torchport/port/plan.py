@@ -56,6 +56,7 @@ class UnitPlan:
     notes: list[Finding] = field(default_factory=list)
     uses_device: bool = False
     needs_helper: bool = False
+    needs_bce: bool = False  # binary cross-entropy calls go through a helper (--amp bf16)
     has_selection: bool = False  # the file selects a device at module level already
 
     def note(self, node: ast.AST, message: str, severity: Severity | None = None) -> None:

@@ -73,8 +73,8 @@ def common_device(func: Any, seen: Seen) -> torch.device | None:
         return _simulated(_indexing_device(func, seen))
     common: torch.device | None = None
     for where, device, zero_dim in seen:
-        if zero_dim and device.type == "cpu":
-            continue  # a 0-dim CPU tensor is a scalar to every backend
+        if zero_dim and device.type == "cpu" and not _writes(func, where):
+            continue  # a 0-dim CPU tensor read is a scalar to every backend (not one written)
         if common is None:
             common = device
         elif device != common:
@@ -85,6 +85,22 @@ def common_device(func: Any, seen: Seen) -> torch.device | None:
         sims = [d for _, d, _ in seen if d.type != "cpu"]
         return sims[0] if sims else None
     return common
+
+
+_WRITTEN: dict[Any, frozenset[str]] = {}
+
+
+def _writes(func: Any, where: int | str) -> bool:
+    """Whether the op writes argument ``where`` (``self`` of ``add_``, ``out=``): a 0-dim CPU
+    tensor given there is an output, which CUDA refuses beside device operands."""
+    written = _WRITTEN.get(func)
+    if written is None:
+        written = _WRITTEN[func] = frozenset(
+            str(a.name)
+            for a in func._schema.arguments
+            if a.alias_info is not None and a.alias_info.is_write
+        )
+    return bool(written) and argument_name(func, where) in written
 
 
 def _made_on_the_host_by_torch(seen: Seen) -> bool:

@@ -86,3 +86,12 @@ def copy_moved_too():
     model.to(device)
     shadow.to(device)
     return shadow
+
+
+def accumulated(loader):
+    model = nn.Linear(4, 1).to(device)
+    running = torch.tensor(0.0, device=device)
+    for x, y in loader:
+        running += model(x.to(device)).sum()
+        running += torch.tensor(1.0)  # a 0-dim CPU value read by a device op
+    return running

@@ -90,8 +90,9 @@ def binary_cross_entropy_under_autocast(a: Analysis) -> Iterator[Finding]:
     if not blocks:
         return
     under = reached_from(a, [block.body for block in blocks])
+    off = [block for block, call in autocast_blocks(a) if _disabled(call)]
     for call in a.calls:
-        if call not in under:
+        if call not in under or any(_inside(call, block) for block in off):
             continue
         if a.qualname(call.func) in _BCE:
             what = f"`{a.name(call)}`"
@@ -112,10 +113,21 @@ def binary_cross_entropy_under_autocast(a: Analysis) -> Iterator[Finding]:
 def _on_cuda(call: ast.Call) -> bool:
     """An autocast that may be CUDA's: not ``device_type="cpu"`` nor ``enabled=False``."""
     device = keyword(call, "device_type") or (call.args[0] if call.args else None)
-    enabled = keyword(call, "enabled")
-    if isinstance(enabled, ast.Constant) and enabled.value is False:
+    if _disabled(call):
         return False
     return not (isinstance(device, ast.Constant) and device.value == "cpu")
+
+
+def _disabled(call: ast.Call) -> bool:
+    """``autocast(..., enabled=False)``: a region where autocast is off."""
+    enabled = keyword(call, "enabled")
+    return isinstance(enabled, ast.Constant) and enabled.value is False
+
+
+def _inside(node: ast.AST, block: ast.With | ast.AsyncWith) -> bool:
+    first, last = block.body[0], block.body[-1]
+    end = last.end_lineno or last.lineno
+    return first.lineno <= getattr(node, "lineno", 0) <= end
 
 
 @detector(A.AutocastDeviceString)

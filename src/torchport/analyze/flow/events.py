@@ -27,6 +27,9 @@ class Meet:
     # indexing: a CPU index into a device tensor is allowed; only the indexed tensor must be
     # where a device index is
     index: bool = False
+    # `acc += x`, `acc.add_(x)`: the first operand is written in place. A 0-dim host tensor may
+    # be read by a device op, but not written with its result: it must be where x is.
+    written: bool = False
 
 
 @dataclass(eq=False)  # records: compared by identity

@@ -384,6 +384,7 @@ class Interp:
         *,
         module: bool = False,
         index: bool = False,
+        written: bool = False,
     ) -> None:
         # A module's input of unknown kind is kept: the port moves it all the same.
         tensors = [
@@ -392,7 +393,9 @@ class Interp:
             if v.tensorish or v.kind is Kind.MODULE or (module and v.kind is Kind.UNKNOWN)
         ]
         if len(tensors) >= 2:
-            self.events.meets[id(node)] = Meet(node, fr.unit, fr.func, tensors, what, module, index)
+            self.events.meets[id(node)] = Meet(
+                node, fr.unit, fr.func, tensors, what, module, index, written
+            )
 
     def sink(self, fr: Frame, expr: ast.expr, val: Val, how: str, what: str) -> None:
         if val.tensorish or val.kind is Kind.SEQ or how in ("numpy", "lengths"):

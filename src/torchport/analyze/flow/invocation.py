@@ -49,8 +49,10 @@ class Invocation:
     def origin(self, kind: OKind, written: Place, label: str, *, name: str | None = None) -> Origin:
         return self.ip.origin(kind, self.node, self.fr, written, label, name=name)
 
-    def meet(self, operands: list[Arg], what: str, *, module: bool = False) -> None:
-        self.ip.meet(self.fr, self.node, operands, what, module=module)
+    def meet(
+        self, operands: list[Arg], what: str, *, module: bool = False, written: bool = False
+    ) -> None:
+        self.ip.meet(self.fr, self.node, operands, what, module=module, written=written)
 
     def draw(self, tensors: list[Arg]) -> None:
         """Record a random draw when it names a generator (which must be where ``tensors`` are)."""

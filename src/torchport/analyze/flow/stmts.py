@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 
 from torchport.analyze.flow.events import AttrStore
-from torchport.analyze.flow.exprs import binop, evaluate
+from torchport.analyze.flow.exprs import OPS, binop, evaluate
 from torchport.analyze.flow.interp import Frame, Interp
 from torchport.analyze.flow.values import (
     HOST,
@@ -188,6 +188,13 @@ def _aug_assign(ip: Interp, fr: Frame, stmt: ast.AugAssign) -> None:
     )
     value = evaluate(ip, fr, stmt.value)
     result = binop(ip, fr, stmt, (stmt.target, current), (stmt.value, value), op=stmt.op)
+    if current.kind is Kind.TENSOR and value.tensorish:
+        # a tensor's `+=` writes in place: a 0-dim accumulator must be where the value is
+        symbol = OPS.get(type(stmt.op), "")
+        operands = [(stmt.target, current), (stmt.value, value)]
+        ip.meet(fr, stmt, operands, f"`{symbol}=`", written=True)
+        if current.scalar:
+            result = current  # still the accumulator made where it was made, loop after loop
     if isinstance(stmt.target, ast.Name):
         fr.env[stmt.target.id] = result
         ip.events.values[id(stmt.target)] = result
