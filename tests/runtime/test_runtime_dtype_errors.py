@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from torchport.findings import Finding
-from torchport.runtime import watch
+from torchport.runtime import halfrange, watch
+from torchport.runtime.sites import Site
 
 
 def _line(marker: str) -> int:
@@ -141,3 +142,35 @@ def test_a_bilinear_resize_of_uint8_frames_fails_as_on_a_gpu_and_nearest_runs() 
     assert nearest.dtype == torch.uint8
     [found] = _dtype_errors(w)
     assert found.location is not None and found.location.line == _line("# resized here")
+
+
+class _Collecting:
+    """The two observer methods Deferred calls."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[Finding, Site | None]] = []
+        self.internals: list[str] = []
+
+    def add(self, finding: Finding, site: Site | None) -> None:
+        self.added.append((finding, site))
+
+    def internal(self, where: str, exc: BaseException) -> None:
+        self.internals.append(where)
+
+
+def test_deferred_evidence_is_read_once_per_site_when_the_watch_ends() -> None:
+    # on a real CUDA device the flags are device tensors; their bookkeeping is the same here
+    deferred = halfrange.Deferred()
+    cast, other = Site("train.py", 12, ".to"), Site("train.py", 20, ".to")
+    message = "casting whole numbers up to {top} to bfloat16 rounds some of them"
+    deferred.note(cast, message, torch.tensor(False), torch.tensor(200.0))
+    deferred.note(cast, message, torch.tensor(True), torch.tensor(998.0))
+    deferred.note(cast, message, torch.tensor(False), torch.tensor(3.0))
+    deferred.note(other, message, torch.tensor(False), torch.tensor(5000.0))
+    observer = _Collecting()
+    deferred.settle(observer)  # type: ignore[arg-type]
+    [(finding, site)] = observer.added
+    assert finding.code == "TP355" and site == cast
+    assert "up to 998 to bfloat16" in finding.message
+    deferred.settle(observer)  # type: ignore[arg-type]
+    assert len(observer.added) == 1 and observer.internals == []

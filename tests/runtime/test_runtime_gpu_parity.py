@@ -83,6 +83,18 @@ PROGRAMS = {
         import torch
         torch.empty(3, device="cuda", pin_memory=True)
     """,
+    "zero_dim_accumulator_written_by_a_device_op": """
+        import torch
+        total = torch.tensor(0.0)
+        total += torch.ones(3, device="cuda").sum()
+    """,
+    "whole_numbers_rounded_by_bfloat16_on_the_device": """
+        import torch
+        steps = torch.arange(990, 1000, device="cuda").float()
+        print(steps.to(torch.bfloat16)[-1].item())
+        print(torch.arange(1024, device="cuda", dtype=torch.bfloat16).shape)
+        print(torch.arange(64, device="cuda").float().bfloat16().sum().item())
+    """,
     "comparison_with_a_cpu_tensor": """
         import torch
         preds, targets = torch.zeros(4, device="cuda"), torch.zeros(4)

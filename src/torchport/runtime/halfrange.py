@@ -11,8 +11,10 @@
   squared in float16 does.
 
 Both happen only on the GPU path, where the tensors are in half precision, so `check` can only
-guess at them; the run sees the dtype. Reading values waits for the GPU: on a real device only
-host tensors are read (under the simulation every tensor is a host one).
+guess at them; the run sees the dtype. Reading values waits for the GPU, so on a real CUDA
+device TP355's evidence is computed there, a few small kernels per cast, and read once when the
+watch ends (:class:`Deferred`); host tensors, and every tensor under the simulation, are read
+at once. The float16 overflow watch re-runs ops in float32 and stays a simulation check.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from torchport.findings import Fix
+from torchport.findings import Finding, Fix
 from torchport.rules.dtype import Float16OverflowingConstant, IntegersRoundedInLowPrecision
 from torchport.runtime import simtensor
-from torchport.runtime.sites import call_name, user_site
+from torchport.runtime.sites import Site, call_name, user_site
 
 if TYPE_CHECKING:
     from torchport.runtime.observer import Handler, Observer
@@ -67,23 +69,54 @@ def cast_checked(observer: Observer, handler: Handler) -> Handler:
     return cast
 
 
+class Deferred:
+    """TP355's evidence about tensors on a real CUDA device, kept on the device per site (a
+    flag and the largest number seen) and read once, when the watch ends: no sync per cast."""
+
+    def __init__(self) -> None:
+        self._sites: dict[tuple[str, int], tuple[Site, str, torch.Tensor, torch.Tensor]] = {}
+
+    def note(self, site: Site, message: str, flag: torch.Tensor, top: torch.Tensor) -> None:
+        """``message`` holds ``{top}``, filled in with the largest number seen at ``site``."""
+        key = (site.path, site.line)
+        known = self._sites.get(key)
+        if known is not None:
+            flag, top = flag | known[2], torch.maximum(top, known[3])
+        self._sites[key] = (site, message, flag, top)
+
+    def settle(self, observer: Observer) -> None:
+        sites, self._sites = self._sites, {}
+        for site, message, flag, top in sites.values():
+            try:
+                rounded, largest = bool(flag), float(top)
+            except Exception as internal:  # noqa: BLE001 - a failed device is the program's
+                observer.internal("reading TP355's evidence", internal)
+                return
+            if rounded:
+                observer.add(_rounded(message.format(top=f"{largest:g}"), site), site)
+
+
 def check_arange(observer: Observer, out: torch.Tensor) -> None:
     """A ``torch.arange`` in bfloat16/float16 longer than the whole numbers the dtype holds."""
     limit = EXACT_WHOLE.get(out.dtype)
     if limit is None or out.dim() != 1 or out.numel() <= limit + 1:
         return
+    dtype = str(out.dtype).removeprefix("torch.")
+    message = (
+        f"torch.arange of {out.numel()} numbers in {dtype}: past {limit} neighbours round to "
+        "the same number, so positions or steps collide"
+    )
     if observer.sim is None and not out.is_cpu:
+        if out.is_cuda:
+            collide = (out[1:] == out[:-1]).any()
+            site = user_site("torch.arange")
+            if site is not None:
+                observer.deferred.note(site, message, collide, out.abs().max().float())
         return
     values = simtensor.plain(out)
     if int(torch.unique(values).numel()) == values.numel():
         return  # a step that keeps them apart (the dtype holds every even number to 512)
-    dtype = str(out.dtype).removeprefix("torch.")
-    _report_rounded(
-        observer,
-        "torch.arange",
-        f"torch.arange of {out.numel()} numbers in {dtype}: past {limit} neighbours round to "
-        "the same number, so positions or steps collide",
-    )
+    _report_rounded(observer, "torch.arange", message)
 
 
 def _check_written(observer: Observer, args: tuple[Any, ...]) -> None:
@@ -110,10 +143,14 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
         return
     if source.dtype == torch.bool or source.is_complex() or not 0 < source.numel() <= _SMALL:
         return
-    if observer.sim is None and not source.is_cpu:
-        return
-    before, after = simtensor.plain(source), simtensor.plain(out)
     limit = EXACT_WHOLE[out.dtype]
+    if observer.sim is None and not source.is_cpu:
+        if source.is_cuda and out.device == source.device:
+            _defer_cast(observer, func, source, out, limit)
+        return
+    before = simtensor.plain(source)
+    # the cast's rounding, computed on the host: `out` may be on a device already
+    after = before.to(out.dtype) if observer.sim is None else simtensor.plain(out)
     if float(before.abs().max()) <= limit:
         return
     if before.is_floating_point() and not bool((before == before.round()).all()):
@@ -135,6 +172,26 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
     )
 
 
+def _defer_cast(
+    observer: Observer, func: Any, source: torch.Tensor, out: torch.Tensor, limit: int
+) -> None:
+    """The cast check on the device: whole numbers past ``limit`` that the cast changed."""
+    site = user_site(call_name(func))
+    if site is None:
+        return
+    big = source.abs().max() > limit
+    changed = (out.double() != source.double()).any()
+    flag = big & changed
+    if source.is_floating_point():
+        flag = flag & (source == source.round()).all()
+    dtype = str(out.dtype).removeprefix("torch.")
+    message = (
+        f"casting whole numbers up to {{top}} to {dtype} rounds some of them: {dtype} holds "
+        f"every whole number only up to {limit}"
+    )
+    observer.deferred.note(site, message, flag, source.abs().max().double())
+
+
 def _note_integers_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -> None:
     """Integers (labels, indices) cast to half precision: where, so that the loss or lookup
     that then refuses them names the line (a batch mover that casts every tensor)."""
@@ -146,12 +203,15 @@ def _note_integers_cast(observer: Observer, func: Any, source: Any, out: torch.T
 
 def _report_rounded(observer: Observer, name: str, message: str) -> None:
     site = user_site(name)
-    finding = IntegersRoundedInLowPrecision.finding(
+    observer.add(_rounded(message, site), site)
+
+
+def _rounded(message: str, site: Site | None) -> Finding:
+    return IntegersRoundedInLowPrecision.finding(
         message,
         None if site is None else site.location(),
         Fix("keep timesteps and positions in float32 (cast what is computed from them)"),
     )
-    observer.add(finding, site)
 
 
 def check_overflow(

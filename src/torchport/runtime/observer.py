@@ -128,6 +128,7 @@ class Observer(TorchFunctionMode):
         self.transfers = transfers.TransferHandlers(self)
         self.steady = SteadyState(self)
         self.accumulation = accumulate.Accumulation(self)
+        self.deferred = halfrange.Deferred()  # TP355 on real CUDA tensors, read at the end
 
     def __enter__(self) -> Any:  # Any: watch.py takes it as an install step returning None
         super().__enter__()  # type: ignore[no-untyped-call]

@@ -190,6 +190,8 @@ def _unpatch_synchronize() -> None:
 
 
 def _close(observer: Observer) -> None:
+    with observer.unobserved():
+        observer.deferred.settle(observer)
     observer.__exit__(None, None, None)
     observer.closed = True
 
