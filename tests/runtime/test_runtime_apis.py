@@ -203,6 +203,14 @@ def _masked_in_loop() -> None:
         model(x[x[:, 0] > 0]).sum().backward()  # TP206
 
 
+def _range_over_a_device_count_in_loop() -> None:
+    model = nn.Linear(4, 1).to("cuda")
+    for _ in range(4):
+        x = torch.randn(8, 4, device="cuda")
+        for start in range(0, (x[:, 0] > -9).sum(), 4):  # TP206 range
+            model(x[start : start + 4]).sum().backward()
+
+
 def _unique_in_loop() -> None:
     model = nn.Linear(4, 1).to("cuda")
     for _ in range(4):
@@ -264,6 +272,7 @@ def _sampler_unused() -> None:
         (_drawn_from_a_seeded_host_generator, set()),
         (_masked_in_loop, {("TP206", _line("TP206"))}),
         (_unique_in_loop, {("TP206", _line("TP206 unique"))}),
+        (_range_over_a_device_count_in_loop, {("TP206", _line("TP206 range"))}),
         (_unpinned_loader, {("TP201", _line("TP201"))}),
         (_unpinned_once_or_by_choice, set()),
         (_loader_pins, set()),
@@ -321,3 +330,32 @@ def test_a_mask_index_sync_suggests_a_fixed_shape() -> None:
         _masked_in_loop()
     [finding] = [f for f in w.findings if f.code == "TP206"]
     assert finding.fix is not None and "torch.where" in finding.fix.title
+
+
+class _Heads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.heads = [nn.Linear(4, 2) for _ in range(2)]  # a plain list: never moved
+        self.scale = torch.ones(2)  # a plain attribute: never moved
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.heads[0](x)
+
+
+class _Scaled(_Heads):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.scale
+
+
+@pytest.mark.parametrize(
+    ("module", "assigned"),
+    [(_Heads, "a plain list: never moved"), (_Scaled, "a plain attribute: never moved")],
+)
+def test_a_device_error_names_the_assignment_that_keeps_a_tensor_out_of_to(
+    module: type[nn.Module], assigned: str
+) -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError, match="same device"):
+        module().to("cuda")(torch.randn(3, 2 if module is _Scaled else 4, device="cuda"))
+    [finding] = [f for f in w.findings if f.code == "TP150"]
+    lines = {r.line for r in finding.related}
+    assert _line(assigned) in lines

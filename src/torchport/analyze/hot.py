@@ -252,20 +252,18 @@ def _layers_iterated(ctx: FileContext, func: ast.Name, cls: ast.ClassDef) -> lis
 
 
 def _object_methods(ctx: FileContext, func: ast.Attribute) -> list[Func]:
-    """``meter.update(...)``, ``cb.on_step_end(...)``: the method of that name of the file's
-    plain classes (not modules or datasets, whose methods torch calls) when the receiver is
-    one of them, or is unknown and only one such class defines the name."""
+    """``meter.update(...)``, ``cb.on_step_end(...)``, ``model.task.compute_loss(...)``: the
+    method of that name of the file's classes (not datasets, whose methods torch calls) when
+    the receiver is made from one of them, or is unknown and only one class defines the name
+    (a module's own methods count: the program calls them itself)."""
     if func.attr.startswith("__"):
         return []
-    plain = [
-        cls for name, cls in ctx.classes.items()
-        if name not in ctx.module_classes and name not in ctx.dataset_classes
-    ]  # fmt: skip
+    classes = [cls for name, cls in ctx.classes.items() if name not in ctx.dataset_classes]
     receiver = ctx.info(func.value)
     made = receiver.cls if receiver is not None else _constructed(ctx, func.value)
     if made is not None:
-        plain = [cls for cls in plain if cls.name == made]
-    found = [m for m in (ctx.method(cls, func.attr) for cls in plain) if m is not None]
+        classes = [cls for cls in classes if cls.name == made]
+    found = [m for m in (ctx.method(cls, func.attr) for cls in classes) if m is not None]
     return found if made is not None or len(found) == 1 else []
 
 

@@ -15,6 +15,7 @@ import torch
 from torchport.findings import Finding, Fix, Location
 from torchport.rules.device import CpuGeneratorForDeviceTensor, TensorsOnDifferentDevices
 from torchport.rules.dtype import DtypeErrorAtRunTime
+from torchport.runtime import holders
 from torchport.runtime.modules import ModuleTracker, StateSites, weight_device
 from torchport.runtime.sites import Provenance, Site, call_name
 
@@ -159,7 +160,26 @@ class Explainer:
             m for t in chosen for m in (self._provenance.get(t), self.state_sites.site_of(t, stack))
         )
         places = {m.location() for m in made if m is not None and m != site}
+        places |= {held.location() for held in self._held_at(tensors, all_devices)}
         return tuple(sorted(places, key=lambda loc: (loc.path, loc.line)))
+
+    def _held_at(self, tensors: list[tuple[str, torch.Tensor]], all_devices: bool) -> list[Site]:
+        """The assignments of the attributes that keep the host tensors out of ``.to()``: a
+        plain tensor attribute, or the plain list or dict holding the running layer."""
+        stack = self._tracker.stack
+        out: list[Site] = []
+        for _, tensor in tensors:
+            if not (all_devices or tensor.device.type == "cpu"):
+                continue
+            for module in reversed(stack):
+                name = next((n for n, v in vars(module).items() if v is tensor), None)
+                if name is not None:
+                    out += holders.assignment_sites(module, name)
+                    break
+        holder = holders.unregistered_holder(stack)
+        if holder is not None and any(t.device.type == "cpu" for _, t in tensors):
+            out += holders.assignment_sites(*holder)
+        return out
 
     def _host_generator(self, func: Any, site: Site | None) -> Finding:
         return CpuGeneratorForDeviceTensor.finding(

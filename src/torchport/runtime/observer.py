@@ -59,6 +59,7 @@ _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, T.new_tensor}
 _SYNC_KINDS: dict[Any, str] = {
     T.item: ".item()", T.tolist: ".tolist()", T.__bool__: "bool(tensor)",
     T.__int__: "int(tensor)", T.__float__: "float(tensor)", T.__format__: "format(tensor)",
+    T.__index__: "a tensor as an index (range, slice)",
     T.__repr__: "print(tensor)", T.nonzero: ".nonzero()", torch.nonzero: "torch.nonzero",
     T.numpy: ".numpy()", T.__array__: "numpy.asarray(tensor)",
     # ops whose output size depends on the values: the host learns it from the device

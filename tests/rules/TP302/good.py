@@ -14,3 +14,16 @@ def gradcheck_input():
 
 def same_device(x):
     return torch.zeros(3, dtype=torch.float64, device=x.device)  # wherever x is
+
+
+class RunningEntropy:
+    """A metric: float64 sums kept for precision, a few numbers per step."""
+
+    def __init__(self, n):
+        self.total = torch.zeros(n, dtype=torch.float64, device=device)
+
+    def update(self, p):
+        self.total += p.double().sum(0)
+
+    def compute(self):
+        return self.total.tolist()

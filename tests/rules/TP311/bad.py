@@ -12,3 +12,11 @@ def train(model, loader, optimizer):
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         scaler.step(optimizer)
         scaler.update()
+
+
+class ClipCallback:
+    def on_batch_end(self, runner):
+        runner.scaler.scale(runner.loss).backward()
+        nn.utils.clip_grad_norm_(runner.model.parameters(), 1.0)
+        runner.scaler.step(runner.optimizer)
+        runner.scaler.update()

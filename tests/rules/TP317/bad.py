@@ -16,3 +16,12 @@ def blank(x, keep):
 
 def ceiling(t):
     return t.fill_(1e5)
+
+
+class MaskedAttention(torch.nn.Module):
+    def __init__(self, mask_value=-1e8):
+        super().__init__()
+        self.mask_value = mask_value
+
+    def forward(self, scores, pad):
+        return scores.masked_fill(pad, self.mask_value).softmax(-1)

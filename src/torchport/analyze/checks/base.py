@@ -151,6 +151,17 @@ class Analysis(FileContext):
         # what a checkpoint holds may be numbers (its "step"): not known to be tensors
         return all(o.kind is not OKind.LOAD for o in val.origins) and placement.on_device(val)
 
+    def flow_tensor(self, node: ast.expr) -> bool:
+        """Whether the placement analysis saw ``node`` evaluate to a tensor wherever it ran: a
+        parameter that every caller gives a tensor."""
+        placement = self.placement
+        if placement is None:
+            return False
+        from torchport.analyze.flow.values import Kind
+
+        val = placement.interp.events.values.get(id(node))
+        return val is not None and val.kind is Kind.TENSOR
+
     @cached_property
     def _names_an_accelerator(self) -> bool:
         """Whether the file holds anything that puts a tensor on an accelerator for sure: a

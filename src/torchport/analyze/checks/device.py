@@ -27,7 +27,9 @@ def to_result_discarded(a: Analysis) -> Iterator[Finding]:
         if not isinstance(stmt, ast.Expr):
             continue
         recv = a.info(func.value)
-        if recv is None or recv.kind != K.TENSOR:
+        if recv is not None and recv.kind == K.MODULE:
+            continue  # a module moves in place
+        if (recv is None or recv.kind != K.TENSOR) and not a.flow_tensor(func.value):
             continue
         name = a.name(func.value)
         fix = Fix(f"assign the result: `{name} = {a.name(call)}`", safety=Safety.UNSAFE)

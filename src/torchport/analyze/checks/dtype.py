@@ -94,16 +94,30 @@ def float64_on_accelerator(a: Analysis) -> Iterator[Finding]:
         info = a.info(func.value)
         if call.args or info is None or info.kind not in (K.TENSOR, K.MODULE):
             continue
+        if _in_metric(a, call):
+            continue
         if info.device == "accel" or a.function_of(call) in accelerated:
             yield _f64(a, call, f"`{a.name(call)}`")
     for call in a.calls:
         dtype = keyword(call, "dtype")
         if dtype is None or a.qualname(dtype) not in ("torch.float64", "torch.double"):
             continue
+        if _in_metric(a, call):
+            continue
         info = a.info(call)
         on_device = info is not None and info.device == "accel"
         if on_device or a.function_of(call) in accelerated:
             yield _f64(a, dtype, f"`dtype={a.text(dtype)}` in `{a.name(call)}`")
+
+
+def _in_metric(a: Analysis, node: ast.AST) -> bool:
+    """Inside a metric's class (``update`` and ``compute``, or a ``…Metric``/``…Meter``):
+    float64 sums there are chosen for precision, a few numbers per step."""
+    cls = a.class_of(a.function_of(node) or a.tree)
+    if cls is None:
+        return False
+    methods = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
+    return {"update", "compute"} <= methods or cls.name.endswith(("Metric", "Meter"))
 
 
 def _f64(a: Analysis, node: ast.AST, what: str) -> Finding:

@@ -22,17 +22,21 @@ _FILLS = ("masked_fill", "masked_fill_", "fill_")
 def float16_overflowing_constant(a: Analysis) -> Iterator[Finding]:
     if "fill" not in a.source or not _computes_in_float16(a):
         return
+    values = _Numbers(a)
     for call, func in a.method_calls(*_FILLS):
         value = call.args[-1] if call.args else None
-        number = _number(value) if value is not None else None
+        number = values.of(value, call) if value is not None else None
         if value is None or number is None or abs(number) <= FLOAT16_MAX:
             continue
         end = "min" if number < 0 else "max"
         torch, imports = ensure_import(a, "torch")
         receiver = a.text(func.value)
         replacement = f"{torch}.finfo({receiver}.dtype).{end}"
+        shown = f"`{a.text(value)}`"
+        if _number(value) is None:
+            shown += f" ({number:g})"  # a parameter's default or a constant set elsewhere
         yield R.Float16OverflowingConstant.finding(
-            f"`{a.text(value)}` does not fit float16 (at most ±65504): where `{receiver}` is "
+            f"{shown} does not fit float16 (at most ±65504): where `{receiver}` is "
             f"float16 (this file computes in float16) `{func.attr}` fails; use `{replacement}`",
             a.loc(value),
             Fix(

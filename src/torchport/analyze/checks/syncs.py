@@ -76,7 +76,7 @@ def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
         )
 
 
-_COERCE = ("float", "int", "bool", "print")
+_COERCE = ("float", "int", "bool", "print", "range")
 
 
 @detector(R.ImplicitSyncInHotLoop)
