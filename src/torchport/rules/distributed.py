@@ -141,10 +141,13 @@ class UnguardedCheckpointSave(Rule):
     function that starts the process group (or wraps the model in DDP), or in a function or
     method of the same file that it calls outside a rank check (a checkpoint callback). A save
     to a temporary file of the process's own (`tempfile.NamedTemporaryFile`) is not flagged.
+    A save guarded by the local rank (`if args.local_rank == 0:`) is reported as info: the
+    first process of every node saves.
 
     ## Why is this bad?
     Every process writes the same file at the same time: wasted I/O at best, a corrupted
-    checkpoint at worst.
+    checkpoint at worst. With a local-rank guard, that happens once several nodes share a
+    filesystem.
 
     ## Example
     ```python

@@ -364,6 +364,40 @@ class NoDeviceKernelForDtype(Rule):
     severity = Severity.ERROR
 
 
+@register
+class Float32InputToHalfModel(Rule):
+    """## What it does
+    Flags a call of a model that the file casts to float16 or bfloat16 (`model.half()`,
+    `model.to(dtype=torch.float16)`) with an input that nothing casts to that dtype: a batch, or
+    a tensor made float32 with `.float()`, in a file without autocast.
+
+    ## Why is this bad?
+    The half-precision path, usually taken only on the GPU (`if device.type == "cuda":
+    model.half()`), fails at the first layer: "Input type (torch.cuda.FloatTensor) and weight
+    type (torch.cuda.HalfTensor) should be the same".
+
+    ## Example
+    ```python
+    if device.type == "cuda":
+        model.half()
+    img = torch.from_numpy(frame).to(device).float() / 255.0
+    pred = model(img)
+    ```
+
+    ## Use instead
+    ```python
+    img = img.to(next(model.parameters()).dtype)  # or: img.half() where the model is half
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP325"
+    name = "float32-input-to-half-model"
+    severity = Severity.WARNING
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 

@@ -42,3 +42,14 @@ def launch(model, save_dir):
     dist.init_process_group("nccl")
     model = torch.nn.parallel.DistributedDataParallel(model)
     do_train(model, Checkpointer(model, save_dir), 10)
+
+
+def save_checkpoint(state, path):
+    torch.save(state, path)
+
+
+def per_node(model, args):
+    dist.init_process_group("nccl")
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    if args.local_rank == 0:
+        save_checkpoint(model.module.state_dict(), "ckpt.pt")

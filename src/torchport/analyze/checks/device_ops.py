@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar, made_at
-from torchport.analyze.context import walk_local
+from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.edits import location
 from torchport.analyze.flow.values import Origin
 from torchport.analyze.infer import keyword
@@ -226,14 +226,39 @@ def _followed(a: Analysis, reported: set[int]) -> Iterator[Finding]:
         reported.add(id(node))
         made = "; ".join(sorted({o.label for o in origins}))
         host, device = a.name(conflict.expr), a.name(conflict.device[0])
+        related = {location(o.unit.ctx, o.node) for o in origins}
+        related |= {a.loc(stmt) for stmt in _attribute_assignments(a, conflict.expr)}
         yield R.TensorsOnDifferentDevices.finding(
             f"`{host}` is on the CPU (made by {made}) while `{device}` is on the device: "
             f"{conflict.meet.what} needs both on one device; create it with `device=` where it "
             "is made, or move it there",
             a.loc(node),
             Fix("create the CPU operand on the device (`device=...`) where it is made"),
-            related=tuple(sorted({location(o.unit.ctx, o.node) for o in origins}, key=_order)),
+            related=tuple(sorted(related, key=_order)),
         )
+
+
+def _attribute_assignments(a: Analysis, expr: ast.expr) -> list[ast.stmt]:
+    """``self.fb = ...`` in the class of ``self.fb``'s method: where the attribute that holds
+    the CPU tensor is set (the line to change when it should be a buffer)."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value  # self.cache[k]: the attribute is self.cache
+    if not is_self_attr(expr):
+        return []
+    assert isinstance(expr, ast.Attribute)
+    cls = a.class_of(a.function_of(expr) or a.tree)
+    if cls is None:
+        return []
+    return [
+        stmt
+        for stmt in ast.walk(cls)
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        and any(is_self_attr(t, expr.attr) for t in _targets(stmt))
+    ]
+
+
+def _targets(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
+    return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
 
 
 def _order(loc: Location) -> tuple[str, int, int]:

@@ -11,7 +11,7 @@ from torchport.analyze.checks.values import assigned_value, made_at
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import replace_node
 from torchport.analyze.infer import keyword
-from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.findings import Edit, Finding, Fix, Safety, Severity
 from torchport.rules import distributed as R
 
 _DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -194,6 +194,45 @@ def unguarded_checkpoint_save(a: Analysis) -> Iterator[Finding]:
             Fix("save only on rank 0"),
             related=tuple(a.loc(site) for site in called.get(func, ())),
         )
+
+    yield from _saved_per_node(a, starts)
+
+
+def _saved_per_node(a: Analysis, starts: set[Func | None]) -> Iterator[Finding]:
+    """``if args.local_rank == 0: save(...)`` in the job: the first process of every node
+    saves (on a shared filesystem, several nodes write one file); info, since one node is
+    fine."""
+    for func in starts:
+        for node in walk_local(func or a.tree):
+            if not isinstance(node, ast.If):
+                continue
+            test = a.text(node.test).lower()
+            if "local_rank" not in test or "get_rank" in test:
+                continue
+            if not any(_saves(a, call, func) for stmt in node.body for call in _calls(stmt)):
+                continue
+            yield R.UnguardedCheckpointSave.finding(
+                f"`{a.text(node.test)}` lets the first process of every node save: with more "
+                "than one node they all write the checkpoint; guard with the global rank "
+                "(`dist.get_rank() == 0`)",
+                a.loc(node.test),
+                Fix("guard the save with dist.get_rank() == 0"),
+                severity=Severity.INFO,
+            )
+
+
+def _calls(stmt: ast.stmt) -> Iterator[ast.Call]:
+    return (n for n in ast.walk(stmt) if isinstance(n, ast.Call))
+
+
+def _saves(a: Analysis, call: ast.Call, root: Func | None) -> bool:
+    """``torch.save(...)``, or a same-file function whose body calls it."""
+    if a.qualname(call.func) == "torch.save":
+        return True
+    callee = _same_file_callee(a, call, root or a.tree)
+    return callee is not None and any(
+        a.qualname(c.func) == "torch.save" for c in walk_local(callee) if isinstance(c, ast.Call)
+    )
 
 
 def _is_guard(a: Analysis, node: ast.AST) -> bool:

@@ -1,12 +1,14 @@
-"""Static detectors of constants float16 cannot hold: too large (TP317), too small (TP318)."""
+"""Static detectors of half precision: constants float16 cannot hold, too large (TP317) or too
+small (TP318), and float32 inputs given to a model cast to half precision (TP325)."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
 
+from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import parameter_defaults
+from torchport.analyze.checks.values import assigned_value, module_cast_dtype, parameter_defaults
 from torchport.analyze.context import is_self_attr
 from torchport.analyze.edits import ensure_import, replace_node
 from torchport.analyze.infer import keyword
@@ -196,3 +198,92 @@ def _attribute_numbers(a: Analysis, cls: ast.ClassDef) -> dict[str, float]:
         if number is not None:
             out[target.attr] = number  # type: ignore[attr-defined]
     return out
+
+
+_HALF = ("float16", "bfloat16")
+_HALF_WORDS = (".half()", ".bfloat16()", "float16", "bfloat16", "torch.half", "HalfTensor")
+
+
+@detector(R.Float32InputToHalfModel)
+def float32_input_to_half_model(a: Analysis) -> Iterator[Finding]:
+    if "autocast" in a.source or not any(w in a.source for w in _HALF_WORDS):
+        return
+    halved = {
+        a.text(call.func.value): call  # type: ignore[attr-defined]
+        for call in a.calls
+        if _model_cast(a, call)
+    }
+    if not halved or _casts_a_tensor_to_half(a):
+        return
+    for call in a.calls:
+        cast = halved.get(a.text(call.func))
+        if cast is None or not call.args:
+            continue
+        made_float = _float_casts(a, call.args[0])
+        if not made_float and not _is_batch(a, call.args[0]):
+            continue
+        yield R.Float32InputToHalfModel.finding(
+            f"`{a.name(call.args[0])}` reaches `{a.text(call.func)}`, which line "
+            f"{cast.lineno} casts to half precision, as float32 (nothing casts it): the first "
+            'layer fails with "Input type (FloatTensor) and weight type (HalfTensor)"; cast '
+            "the input to the model's dtype",
+            a.loc(call.args[0]),
+            Fix("cast the input to the model's dtype (`x.to(next(model.parameters()).dtype)`)"),
+            related=tuple(a.loc(node) for node in made_float),
+        )
+
+
+def _model_cast(a: Analysis, call: ast.Call) -> bool:
+    """``model.half()`` of an evident module, or of a receiver of unknown kind named as a
+    model (``self.model``, a ``model`` parameter)."""
+    if module_cast_dtype(a, call) in _HALF:
+        return True
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("half", "bfloat16")) or call.args:
+        return False
+    name = a.text(func.value).rsplit(".", 1)[-1].lower()
+    return a.info(func.value) is None and ("model" in name or name.endswith("net"))
+
+
+def _casts_a_tensor_to_half(a: Analysis) -> bool:
+    """A cast to half precision of anything but a module: the program prepares its inputs."""
+    for call in a.calls:
+        func = call.func
+        if not isinstance(func, ast.Attribute) or _model_cast(a, call):
+            continue
+        if func.attr in ("half", "bfloat16"):
+            return True
+        given = [*call.args, *(k.value for k in call.keywords)]
+        if func.attr in ("to", "type") and any(
+            w in a.text(g) for g in given for w in ("float16", "bfloat16", "half", "dtype")
+        ):
+            return True
+    return False
+
+
+def _float_casts(a: Analysis, arg: ast.expr) -> list[ast.AST]:
+    """The ``.float()`` casts that make ``arg``: in its own text, in what its name was assigned,
+    or in the same-file function or method it calls (``self.preprocess(frame)``)."""
+    sources: list[ast.AST] = [arg]
+    if isinstance(arg, ast.Name):
+        value = assigned_value(a, arg, arg.lineno)
+        if value is not None:
+            sources.append(value)
+    if isinstance(arg, ast.Call):
+        callee = a.own_callee(arg)
+        if callee is not None:
+            sources.append(callee)
+    return [
+        node
+        for source in sources
+        for node in ast.walk(source)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "float"
+        and not node.args
+    ]
+
+
+def _is_batch(a: Analysis, arg: ast.expr) -> bool:
+    info = a.info(arg)
+    return info is not None and info.kind == K.TENSOR and info.batch

@@ -1,0 +1,28 @@
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Detector:
+    def __init__(self, model):
+        self.model = model.to(device).eval()
+        if device.type == "cuda":
+            self.model.half()
+
+    def preprocess(self, frame):
+        img = torch.from_numpy(np.ascontiguousarray(frame)).to(device)
+        return img.float() / 255.0
+
+    def __call__(self, frame):
+        return self.model(self.preprocess(frame))
+
+
+def evaluate(model, dataset):
+    model = model.to(device)
+    if device.type == "cuda":
+        model.half()
+    for images, _ in DataLoader(dataset, batch_size=8):
+        model(images.to(device))
