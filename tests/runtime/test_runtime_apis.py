@@ -359,3 +359,14 @@ def test_a_device_error_names_the_assignment_that_keeps_a_tensor_out_of_to(
     [finding] = [f for f in w.findings if f.code == "TP150"]
     lines = {r.line for r in finding.related}
     assert _line(assigned) in lines
+
+
+def test_a_device_error_names_the_copy_to_the_device_that_was_not_kept() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError, match="same device"):
+        model = nn.Linear(4, 2).to("cuda")
+        x = torch.randn(3, 4)
+        x.to("cuda")  # result discarded
+        model(x)
+    [finding] = [f for f in w.findings if f.code == "TP150"]
+    assert _line("result discarded") in {r.line for r in finding.related}
+    assert "a copy that was not kept" in finding.message

@@ -157,7 +157,13 @@ class Explainer:
         # where the tensor was made, and where the module holding it was built (the weight
         # given to a loss never moved is made in one place and held from another)
         made = (
-            m for t in chosen for m in (self._provenance.get(t), self.state_sites.site_of(t, stack))
+            m
+            for t in chosen
+            for m in (
+                self._provenance.get(t),
+                self.state_sites.site_of(t, stack),
+                self._provenance.copied_at(t) if t.device.type == "cpu" else None,
+            )
         )
         places = {m.location() for m in made if m is not None and m != site}
         places |= {held.location() for held in self._held_at(tensors, all_devices)}
@@ -207,9 +213,12 @@ class Explainer:
         if owner:
             return owner
         site = self._provenance.get(tensor)
-        if site is not None:
-            return f"created at {site} by {site.call}"
-        return "computed by an earlier op"
+        made = f"created at {site} by {site.call}" if site is not None else ""
+        copied = self._provenance.copied_at(tensor) if tensor.device.type == "cpu" else None
+        if copied is not None:
+            made = f"{made}; " if made else ""
+            return f"{made}copied to the device at {copied}, a copy that was not kept"
+        return made or "computed by an earlier op"
 
     def _owner(self, tensor: torch.Tensor) -> str:
         """'parameter model.fc.weight', 'buffer …' or 'plain tensor attribute …' when it is one."""

@@ -143,9 +143,19 @@ class Provenance:
 
     def __init__(self) -> None:
         self._sites: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        # host tensors copied to a device, and where: one that later meets the device itself
+        # had its copy made and not kept (``x.to(device)`` whose result is discarded)
+        self._copied: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
     def record(self, tensor: torch.Tensor, site: Site) -> None:
         self._sites[tensor] = site
+
+    def record_copy(self, source: torch.Tensor, site: Site) -> None:
+        self._copied[source] = site
+
+    def copied_at(self, tensor: torch.Tensor) -> Site | None:
+        site = self._copied.get(tensor)  # type: ignore[no-untyped-call]
+        return site if isinstance(site, Site) else None
 
     def get(self, tensor: torch.Tensor) -> Site | None:
         site = self._sites.get(tensor)  # type: ignore[no-untyped-call]

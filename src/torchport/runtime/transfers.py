@@ -166,6 +166,8 @@ class TransferHandlers:
             pinned = bool(source.is_pinned())
             self.o.record.add_transfer(site, "host->device", pinned, non_blocking, nbytes)
             self._host_to_device_checks(source, dst, site, pinned, non_blocking)
+            if not isinstance(source, torch.nn.Parameter):  # a weak reference stops Module.to
+                self.o.provenance.record_copy(source, site)  # swapping it (see StateSites)
         elif dst.type == "cpu":
             self.o.record.add_transfer(site, "device->host", False, non_blocking, nbytes)
             if non_blocking:
