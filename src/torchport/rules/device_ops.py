@@ -77,3 +77,37 @@ class PackedLengthsOnDevice(Rule):
     code = "TP116"
     name = "packed-lengths-on-device"
     severity = Severity.ERROR
+
+
+@register
+class DeviceCacheKeyedWithoutDevice(Rule):
+    """## What it does
+    Flags a module that caches tensors in plain attributes (not buffers) from a method other
+    than `__init__`, and rebuilds them only when something else changes: a shape, a batch
+    size, or not at all once set (`if self.cache is not None: return`).
+
+    ## Why is this bad?
+    The cache is built on the device of the first call. After a first call on the CPU (a dry
+    run, an export, a checkpoint saved with the cache) the module is moved with `.to(device)`,
+    which does not move plain attributes, and the check still finds the cache valid: the CPU
+    tensor meets the device inputs ("Expected all tensors to be on the same device").
+
+    ## Example
+    ```python
+    if self.grid[i].shape[2:4] != x.shape[2:4]:
+        self.grid[i] = self._make_grid(nx, ny)
+    ```
+
+    ## Use instead
+    ```python
+    if self.grid[i].shape[2:4] != x.shape[2:4] or self.grid[i].device != x.device:
+        self.grid[i] = self._make_grid(nx, ny)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP121"
+    name = "device-cache-keyed-without-device"
+    severity = Severity.WARNING

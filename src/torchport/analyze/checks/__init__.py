@@ -3,6 +3,7 @@
 from torchport.analyze.checks import (
     amp,
     amp_checkpoint,
+    caches,
     checkpoint_keys,
     device,
     device_api,
@@ -26,6 +27,7 @@ __all__ = [
     "Analysis",
     "amp",
     "amp_checkpoint",
+    "caches",
     "checkpoint_keys",
     "detector",
     "device",
