@@ -35,3 +35,23 @@ def finetune(batches, device):
         scaler.scale(model(x).sum()).backward()
         scaler.step(optimizer)
         scaler.update()
+
+
+def pick_dtype(device):
+    return torch.float16 if device.type == "cuda" else torch.float32
+
+
+def load_models(device):
+    dtype = pick_dtype(device)
+    encoder = nn.Linear(8, 8).to(device=device, dtype=dtype)
+    return encoder, dtype
+
+
+def finetune(device, x):
+    encoder, dtype = load_models(device)
+    params = list(encoder.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    scaler.scale(encoder(x).sum()).backward()
+    scaler.step(opt)
+    scaler.update()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, module_cast_dtype
+from torchport.analyze.checks.values import assigned_value, dtype_of, module_cast_dtype
 from torchport.analyze.context import walk_local
 from torchport.analyze.edits import (
     add_first_argument,
@@ -273,10 +273,11 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
         if owner not in scaled:
             # cast elsewhere (`build_model` returns `model.half()`, or at module level): the
             # model the optimizer trains, by name, is the one the scaler's function steps
-            if owner is not None and not _returns_model(owner, a.text(func.value), call):
+            names = {a.text(func.value), *_assigned_name(a, call)}
+            if owner is not None and not any(_returns_model(owner, n, call) for n in names):
                 continue  # another function's own model (a test of half precision)
             trained = _trained_names(a) if trained is None else trained
-            if a.text(func.value) not in trained:
+            if not names & trained:
                 continue
         yield R.HalfModelWithGradScaler.finding(
             f"`{a.name(call)}` converts the model's weights to float16 in a script that uses a "
@@ -293,12 +294,24 @@ def _to_float16(a: Analysis, call: ast.Call) -> bool:
     for given in (keyword(call, "dtype"), *call.args):
         value = assigned_value(a, given, call.lineno) if isinstance(given, ast.Name) else None
         text = a.text(value or given) if given is not None else ""
-        if _FLOAT16.search(text):
+        if _FLOAT16.search(text) or (
+            given is not None and dtype_of(a, given, call.lineno) == "float16"
+        ):
             return True
     return False
 
 
 _FLOAT16 = re.compile(r"(?<!b)float16|torch\.half\b")  # not bfloat16
+
+
+def _assigned_name(a: Analysis, call: ast.Call) -> list[str]:
+    """``encoder`` of ``encoder = Encoder().to(dtype=...)``."""
+    stmt = a.parents.get(call)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        if isinstance(target, ast.Name):
+            return [target.id]
+    return []
 
 
 def _returns_model(func: ast.AST, name: str, call: ast.Call) -> bool:
@@ -420,6 +433,9 @@ def _model_names(a: Analysis, call: ast.Call) -> set[str]:
 def _trained_names(a: Analysis) -> set[str]:
     """Receivers of ``x.parameters()`` handed to an optimizer or to gradient clipping."""
     names: set[str] = set()
+    handed = {  # `params = list(a.parameters()) + ...; AdamW(params)`
+        arg.id for c in a.calls if _trains(a, c) for arg in c.args if isinstance(arg, ast.Name)
+    }
     for call, func in a.method_calls("parameters", "named_parameters"):
         up = a.parents.get(call)
         while isinstance(up, ast.expr):
@@ -427,6 +443,10 @@ def _trained_names(a: Analysis) -> set[str]:
                 names.add(a.text(func.value))
                 break
             up = a.parents.get(up)
+        if isinstance(up, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id in handed for t in up.targets
+        ):
+            names.add(a.text(func.value))
     return names
 
 

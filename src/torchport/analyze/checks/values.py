@@ -97,8 +97,36 @@ def module_cast_dtype(a: Analysis, call: ast.Call) -> str | None:
         dtype = None if call.args else K.dtype_name(func.attr)
     elif func.attr == "to":
         given = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
-        dtype = next((d for d in (K.dtype_name(a.qualname(g)) for g in given) if d), None)
+        dtype = next((d for d in (dtype_of(a, g, call.lineno) for g in given) if d), None)
     else:
         return None
     info = a.info(func.value) if dtype is not None else None
     return dtype if info is not None and info.kind == K.MODULE else None
+
+
+_HALF = ("float16", "bfloat16")
+
+
+def dtype_of(a: Analysis, expr: ast.expr, line: int, depth: int = 0) -> str | None:
+    """The dtype ``expr`` names: ``torch.float16``, a variable assigned one, a conditional
+    (``torch.float16 if cuda else torch.float32``: the half one, which the GPU path takes) or
+    what a same-file function returns (``pick_dtype(device)``)."""
+    named = K.dtype_name(a.qualname(expr))
+    if named is not None or depth > 3:
+        return named
+    if isinstance(expr, ast.Name):
+        value = assigned_value(a, expr, line)
+        return dtype_of(a, value, value.lineno, depth + 1) if value is not None else None
+    if isinstance(expr, ast.IfExp):
+        both = [dtype_of(a, e, line, depth + 1) for e in (expr.body, expr.orelse)]
+        return next((d for d in both if d in _HALF), both[0] or both[1])
+    if isinstance(expr, ast.Call):
+        callee = a.own_callee(expr)
+        returns = (
+            [n.value for n in walk_local(callee) if isinstance(n, ast.Return) and n.value]
+            if callee is not None
+            else []
+        )
+        found = [dtype_of(a, r, r.lineno, depth + 1) for r in returns]
+        return next((d for d in found if d in _HALF), next((d for d in found if d), None))
+    return None
