@@ -111,3 +111,4 @@ class DeviceCacheKeyedWithoutDevice(Rule):
     code = "TP121"
     name = "device-cache-keyed-without-device"
     severity = Severity.WARNING
+

@@ -35,3 +35,17 @@ def resume_assigned(path, state):
     enc_optimizer.load_state_dict(state)
     encoder = encoder.to(device)
     return encoder
+
+
+class Trainer:
+    def __init__(self, model, path, device):
+        self.model = model
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.path = path
+        self._resume()
+        self.model.to(device)
+
+    def _resume(self):
+        ckpt = torch.load(self.path, map_location="cpu")
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])

@@ -42,3 +42,17 @@ def resume_other_model(path):
     optimizer.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
     teacher.to(device)  # not the model the optimizer holds
     return teacher, student, optimizer
+
+
+class Trainer:
+    def __init__(self, model, path, device):
+        self.model = model.to(device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.path = path
+        self._resume()
+        self.model.to(device)  # moved before too: a no-op here
+
+    def _resume(self):
+        ckpt = torch.load(self.path, map_location="cpu")
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])

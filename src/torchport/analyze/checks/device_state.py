@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, parameter_defaults
-from torchport.analyze.context import Func, is_self_attr
+from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Finding, Fix, Location
 from torchport.rules import device as R
@@ -339,6 +339,97 @@ def optimizer_state_loaded_before_move(a: Analysis) -> Iterator[Finding]:
             Fix(f"move `{model.id}` to the device before the optimizer is built"),
             related=(a.loc(moved),),
         )
+
+
+    yield from _attribute_loads(a)
+
+
+def _attribute_loads(a: Analysis) -> Iterator[Finding]:
+    """The same in a trainer class: ``self.optimizer.load_state_dict(...)`` in a method (a
+    ``_resume()`` helper), ``self.model.to(device)`` after it or after the call of it."""
+    for call, func in a.method_calls("load_state_dict"):
+        if not is_self_attr(func.value):
+            continue
+        method = a.function_of(call)
+        cls = a.class_of(method) if method is not None else None
+        if method is None or cls is None:
+            continue
+        model = _attribute_model(a, cls, func.value.attr)  # type: ignore[attr-defined]
+        if model is None:
+            continue
+        callers = [
+            c
+            for c in a.calls
+            if is_self_attr(c.func, method.name) and a.class_of(a.function_of(c) or a.tree) is cls
+        ]
+        for owner, after in [(method, call), *((a.function_of(c), c) for c in callers)]:
+            moved = _attribute_moved_after(a, owner, model, after.lineno)
+            if owner is None or moved is None:
+                continue
+            yield R.OptimizerStateLoadedBeforeMove.finding(
+                f"`{a.name(call)}` loads the optimizer's state while `self.{model}` is still "
+                f"on the CPU (it is moved on line {moved.lineno}): the state stays on the CPU, "
+                f"so the first step fails on the GPU; move `self.{model}` first",
+                a.loc(call),
+                Fix(f"move `self.{model}` to the device before loading the optimizer's state"),
+                related=tuple(sorted({a.loc(moved), a.loc(after)}, key=lambda loc: loc.line)),
+            )
+            break
+
+
+def _attribute_model(a: Analysis, cls: ast.ClassDef, optimizer: str) -> str | None:
+    """``model`` of ``self.<optimizer> = torch.optim.X(self.model.parameters(), ...)``."""
+    for node in ast.walk(cls):
+        if not (
+            isinstance(node, ast.Assign)
+            and any(is_self_attr(t, optimizer) for t in node.targets)
+            and isinstance(node.value, ast.Call)
+            and (a.qualname(node.value.func) or "").startswith("torch.optim.")
+        ):
+            continue
+        for inner in ast.walk(node.value):
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in ("parameters", "named_parameters")
+                and is_self_attr(inner.func.value)
+            ):
+                return inner.func.value.attr  # type: ignore[attr-defined]
+    return None
+
+
+def _attribute_moved_after(
+    a: Analysis, owner: ast.AST | None, model: str, line: int
+) -> ast.Call | None:
+    """The first ``self.<model>.to(...)``/``.cuda()`` in ``owner`` after ``line``, unless
+    one came before it."""
+    if owner is None:
+        return None
+    moves = sorted(
+        (
+            n
+            for n in walk_local(owner)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("to", "cuda")
+            and is_self_attr(n.func.value, model)
+        ),
+        key=lambda n: n.lineno,
+    )
+    assigned_moved = (  # `self.model = model.to(device)`
+        n
+        for n in walk_local(owner)
+        if isinstance(n, ast.Assign)
+        and any(is_self_attr(t, model) for t in n.targets)
+        and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+            and c.func.attr in ("to", "cuda")
+            for c in ast.walk(n.value)
+        )
+    )  # fmt: skip
+    if any(m.lineno < line for m in moves) or any(n.lineno < line for n in assigned_moved):
+        return None
+    return next((m for m in moves if m.lineno > line), None)
 
 
 def _optimizer_loads(a: Analysis) -> Iterator[tuple[ast.Call, str]]:
