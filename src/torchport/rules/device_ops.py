@@ -111,4 +111,3 @@ class DeviceCacheKeyedWithoutDevice(Rule):
     code = "TP121"
     name = "device-cache-keyed-without-device"
     severity = Severity.WARNING
-

@@ -340,7 +340,6 @@ def optimizer_state_loaded_before_move(a: Analysis) -> Iterator[Finding]:
             related=(a.loc(moved),),
         )
 
-
     yield from _attribute_loads(a)
 
 
