@@ -391,9 +391,10 @@ def _attribute_model(a: Analysis, cls: ast.ClassDef, optimizer: str) -> str | No
                 isinstance(inner, ast.Call)
                 and isinstance(inner.func, ast.Attribute)
                 and inner.func.attr in ("parameters", "named_parameters")
+                and isinstance(inner.func.value, ast.Attribute)
                 and is_self_attr(inner.func.value)
             ):
-                return inner.func.value.attr  # type: ignore[attr-defined]
+                return inner.func.value.attr
     return None
 
 
