@@ -256,3 +256,14 @@ def test_ops_of_another_thread_do_not_count_as_the_running_forward() -> None:
         StartsAThread()(torch.ones(2, device="cuda"))
     assert w.record.ops_by_device == {"cuda": 1}
     assert [f.code for f in w.findings] == []
+
+
+@pytest.mark.parametrize("layer", [nn.RNN, nn.LSTM, nn.GRU])
+def test_a_recurrent_layer_moves_under_the_simulation(layer: type[nn.Module]) -> None:
+    # Module.to swaps an RNN's parameters in place, which a weak reference to one of them
+    # (bookkeeping keyed by the copied tensor) makes fail: "_apply(): Couldn't swap"
+    with watch("cuda"):
+        rnn = layer(4, 4).to("cuda")
+        out, _ = rnn(torch.randn(3, 2, 4, device="cuda"))
+    assert out.device.type == "cuda"
+    assert all(p.device.type == "cuda" for p in rnn.parameters())
