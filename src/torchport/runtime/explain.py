@@ -178,7 +178,7 @@ class Explainer:
             if not (all_devices or tensor.device.type == "cpu"):
                 continue
             for module in reversed(stack):
-                name = next((n for n, v in vars(module).items() if v is tensor), None)
+                name = _attribute_name(module, tensor)
                 if name is not None:
                     out += holders.assignment_sites(module, name)
                     break
@@ -230,9 +230,9 @@ class Explainer:
             for name, buf in module.named_buffers(recurse=False):
                 if buf is tensor:
                     return f"buffer {path}.{name}"
-            for name, value in vars(module).items():
-                if value is tensor:
-                    return f"plain tensor attribute {path}.{name} (not a registered buffer)"
+            attribute = _attribute_name(module, tensor)
+            if attribute is not None:
+                return f"plain tensor attribute {path}.{attribute} (not a registered buffer)"
         return ""
 
     def _fix(self, tensors: list[tuple[str, torch.Tensor]], about_devices: bool) -> str:
@@ -273,6 +273,11 @@ class Explainer:
         if site.call.startswith("torch.") and "from_numpy" not in site.call:
             return f"create it on {target}: pass device=... to {site.call} at {site}."
         return f"move it to {target} with .to(device) after it is made at {site}."
+
+
+def _attribute_name(module: torch.nn.Module, tensor: torch.Tensor) -> str | None:
+    """The plain attribute (not a parameter or buffer) of ``module`` that holds ``tensor``."""
+    return next((name for name, value in vars(module).items() if value is tensor), None)
 
 
 def _dtype(tensor: torch.Tensor) -> str:

@@ -179,9 +179,8 @@ def _defer_cast(
     site = user_site(call_name(func))
     if site is None:
         return
-    big = source.abs().max() > limit
-    changed = (out.double() != source.double()).any()
-    flag = big & changed
+    top = source.abs().max()
+    flag = (top > limit) & (out.double() != source.double()).any()
     if source.is_floating_point():
         flag = flag & (source == source.round()).all()
     dtype = str(out.dtype).removeprefix("torch.")
@@ -189,7 +188,7 @@ def _defer_cast(
         f"casting whole numbers up to {{top}} to {dtype} rounds some of them: {dtype} holds "
         f"every whole number only up to {limit}"
     )
-    observer.deferred.note(site, message, flag, source.abs().max().double())
+    observer.deferred.note(site, message, flag, top.double())
 
 
 def _note_integers_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -> None:

@@ -30,14 +30,8 @@ def _scaler_method(a: Analysis, call: ast.Call, name: str) -> bool:
     if info is None:
         # `runner.scaler.scale(loss)` in a callback: a file that makes a GradScaler and an
         # object the program names its scaler
-        return _last_name(func.value).lower().endswith("scaler")
+        return (last_name(func.value) or "").lower().endswith("scaler")
     return info.kind == K.SCALER
-
-
-def _last_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
 
 
 @detector(R.ClipWithoutUnscale)

@@ -88,7 +88,7 @@ def _makes_tensors(a: Analysis, cls: ast.ClassDef, value: ast.expr) -> bool:
     if info is not None and info.kind == K.TENSOR:
         return True
     if isinstance(value, ast.Name):  # `mask, rel = self._build(...)` above, then `self.m = mask`
-        return any(_makes_tensors(a, cls, made) for made in _assigned_to(cls, value))
+        return any(_makes_tensors(a, cls, made) for made in _assigned_to(a, value))
     if isinstance(value, ast.List) and value.elts:
         return _makes_tensors(a, cls, value.elts[0])
     if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
@@ -104,17 +104,9 @@ def _makes_tensors(a: Analysis, cls: ast.ClassDef, value: ast.expr) -> bool:
     return False
 
 
-def _assigned_to(cls: ast.ClassDef, name: ast.Name) -> list[ast.expr]:
+def _assigned_to(a: Analysis, name: ast.Name) -> list[ast.expr]:
     """The values assigned to ``name`` (alone or in a tuple) in the method around it, above."""
-    method = next(
-        (
-            f
-            for f in cls.body
-            if isinstance(f, ast.FunctionDef)
-            and f.lineno <= name.lineno <= (f.end_lineno or f.lineno)
-        ),
-        None,
-    )
+    method = a.function_of(name)
     if method is None:
         return []
     return [

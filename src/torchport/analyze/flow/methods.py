@@ -59,16 +59,14 @@ def _operation(c: Invocation, recv: Val, name: str, receiver: ast.expr) -> Val:
         fill = c.args[-1][0]
         tensors = [(e, v) for e, v in tensors if e is not fill]
     meeting = [(e, v) for e, v in tensors if not v.scalar]
-    if name in V.NO_MEET:
-        pass
-    elif name.endswith("_") and tensors:
-        # written in place: x must be where the others are even when it is 0-dim
+    written = name.endswith("_")  # in place: x must be where the others are, even when 0-dim
+    if name not in V.NO_MEET and written and tensors:
         c.meet([(receiver, recv), *tensors], f"`.{name}()`", written=True)
-    elif meeting and not recv.scalar:
+    elif name not in V.NO_MEET and not written and meeting and not recv.scalar:
         c.meet([(receiver, recv), *meeting], f"`.{name}()`")
-    if not name.endswith("_"):  # x.uniform_(generator=g) fills x in place: not a draw we move
+    if not written:  # x.uniform_(generator=g) fills x in place: not a draw we move
         c.draw([(receiver, recv)])
-    if name.endswith("_") and recv.kind is Kind.TENSOR and recv.scalar:
+    if written and recv.kind is Kind.TENSOR and recv.scalar:
         return recv  # an accumulator written in place: the tensor made where it was made
     origins = recv.origins
     for _, given in tensors:

@@ -189,7 +189,8 @@ def _aug_assign(ip: Interp, fr: Frame, stmt: ast.AugAssign) -> None:
     value = evaluate(ip, fr, stmt.value)
     result = binop(ip, fr, stmt, (stmt.target, current), (stmt.value, value), op=stmt.op)
     if current.kind is Kind.TENSOR and value.tensorish:
-        # a tensor's `+=` writes in place: a 0-dim accumulator must be where the value is
+        # a tensor's `+=` writes in place: a 0-dim accumulator must be where the value is (this
+        # meeting replaces the one binop recorded for the same node)
         symbol = OPS.get(type(stmt.op), "")
         operands = [(stmt.target, current), (stmt.value, value)]
         ip.meet(fr, stmt, operands, f"`{symbol}=`", written=True)
