@@ -31,3 +31,45 @@ def test_an_unrelated_failure_is_no_finding() -> None:
     with pytest.raises(ValueError, match="boom"), watch("cuda") as w:
         raise ValueError("boom")
     assert w.findings == []
+
+
+def test_a_device_error_torch_raises_under_the_simulation_is_reported_as_tp152() -> None:
+    def autocast_on(device: torch.device) -> object:
+        return torch.autocast(device, dtype=torch.float16)  # type: ignore[arg-type]  # stops here
+
+    with pytest.raises(ValueError, match="device_type"), watch("cuda") as w:
+        autocast_on(torch.device("cuda"))
+    [found] = w.findings
+    assert found.code == "TP152"
+    assert found.location is not None and found.location.line == _line("# stops here")
+    assert "ValueError" in found.message and "device_type" in found.message
+
+
+def test_an_error_torch_raises_about_shapes_is_no_finding() -> None:
+    # a shape mismatch fails on the CPU too: only the verdict states it
+    with pytest.raises(RuntimeError, match="shapes"), watch("cuda") as w:
+        torch.randn(2, 3, device="cuda") @ torch.randn(2, 3, device="cuda")
+    assert w.findings == []
+
+
+def test_a_failure_already_explained_at_its_line_gets_no_second_finding() -> None:
+    with pytest.raises(RuntimeError, match="same device"), watch("cuda") as w:
+        torch.randn(2, device="cuda") + torch.randn(2)  # explained
+    assert [f.code for f in w.findings] == ["TP150"]
+
+
+def test_ctc_loss_takes_its_targets_and_lengths_on_the_host_under_the_simulation() -> None:
+    # CUDA's ctc_loss moves the targets to the device and reads the lengths on the host
+    torch.manual_seed(0)
+    log_probs = torch.randn(12, 3, 5).log_softmax(2)
+    targets = torch.randint(1, 5, (3, 4))
+    lengths = torch.full((3,), 12), torch.full((3,), 4)
+    expected = nn.functional.ctc_loss(log_probs, targets, *lengths)
+    with watch("cuda") as w:
+        on_device = log_probs.to("cuda").requires_grad_()
+        loss = nn.CTCLoss()(on_device, targets, *lengths)
+        loss.backward()
+        assert loss.device.type == "cuda" and on_device.grad is not None
+        got = loss.cpu()
+    assert w.findings == []
+    torch.testing.assert_close(got, expected)

@@ -282,7 +282,16 @@ class FileContext:
                 out.setdefault(name, []).append(call)
         return out
 
+    def given(self, func: Func, name: str) -> list[ast.expr | None]:
+        """The expression each call of the file gives parameter ``name`` of ``func`` (None
+        where a call leaves it out or passes ``*args``); empty when nothing calls it."""
+        return [self._given_at(call, skip, func, name) for call, skip in self._callers(func)]
+
     def _argument_at(self, call: ast.Call, skip: int, func: Func, name: str) -> Info | None:
+        value = self._given_at(call, skip, func, name)
+        return None if value is None else self.info(value)
+
+    def _given_at(self, call: ast.Call, skip: int, func: Func, name: str) -> ast.expr | None:
         params = [*func.args.posonlyargs, *func.args.args]
         index = next((i for i, p in enumerate(params) if p.arg == name), None)
         value: ast.expr | None = None
@@ -290,13 +299,9 @@ class FileContext:
             value = call.args[index - skip]
         else:
             value = next((k.value for k in call.keywords if k.arg == name), None)
-        if (
-            value is None
-            or isinstance(value, ast.Starred)
-            or any(isinstance(a, ast.Starred) for a in call.args)
-        ):
+        if isinstance(value, ast.Starred) or any(isinstance(a, ast.Starred) for a in call.args):
             return None
-        return self.info(value)
+        return value
 
     def returns(self, func: Func) -> Info | None:
         """The common kind of every ``return`` in a same-file function (None if they differ)."""

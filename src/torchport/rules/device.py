@@ -1,5 +1,5 @@
 """TP1xx: device placement (static TP100-TP108 and TP117-TP120, runtime TP150-TP151, port notes
-TP199).
+TP198-TP199).
 
 The device-specific torch API rules (TP109-TP114) are in ``device_api.py``.
 """

@@ -111,3 +111,42 @@ class DeviceCacheKeyedWithoutDevice(Rule):
     code = "TP121"
     name = "device-cache-keyed-without-device"
     severity = Severity.WARNING
+
+
+# --- runtime rules (run): TP152 ----------------------------------------------------------
+
+
+@register
+class FailsOnTheDevice(Rule):
+    """## What it does
+    Under `run --simulate`, reports the line where torch raised an error about devices, dtypes
+    or mixed precision that no more specific rule explains: the line where the program stops on
+    a GPU.
+
+    ## Why is this bad?
+    A program that runs on the CPU and raises here on the device has a porting mistake on this
+    line or in a value that reaches it: a `torch.device` where torch wants a device type
+    string, a kernel that does not exist for a dtype on the GPU, a scaler used in an order it
+    refuses. The error message says which.
+
+    ## Example
+    ```python
+    with torch.autocast(device, dtype=torch.float16):  # device is a torch.device
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast(device.type, dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    No automatic fix. Only errors raised inside torch whose message names a device, a dtype
+    or mixed precision are reported; any other failure is only stated in the run's verdict,
+    since it may fail on the CPU as well.
+    """
+
+    code = "TP152"
+    name = "fails-on-the-device"
+    severity = Severity.ERROR

@@ -6,7 +6,14 @@ and its fix, so that the report (and a CI gate on findings) says what to change.
 
 from __future__ import annotations
 
-from torchport.findings import Finding, Fix
+import os
+import re
+import traceback
+
+import torch
+
+from torchport.findings import Finding, Fix, Location
+from torchport.rules.device_ops import FailsOnTheDevice
 from torchport.rules.distributed import WrappedBeforeMoved
 from torchport.runtime.sites import Site
 
@@ -35,3 +42,53 @@ def finding_for(exc: BaseException, site: Site | None) -> Finding | None:
                 Fix(fix),
             )
     return None
+
+
+# Words of torch's messages about devices, dtypes and mixed precision: an error that says none
+# of them (a shape mismatch, a missing key) may fail on the CPU as well.
+_DEVICE_WORDS = re.compile(
+    r"cuda|device|half|bfloat16|float16|autocast|unscale|scaler|dtype|scalar type|"
+    r"not implemented for|nccl",
+    re.IGNORECASE,
+)
+_TORCH_DIR = os.path.dirname(os.path.abspath(str(torch.__file__))) + os.sep
+
+
+def failure_on_the_device(
+    exc: BaseException, site: Site | None, found: list[Finding]
+) -> Finding | None:
+    """Under --simulate, the program's final error as a finding (TP152) when torch raised it
+    about devices, dtypes or mixed precision and no finding already stands at its line."""
+    if site is None or not isinstance(exc, Exception) or not _raised_by_torch(exc):
+        return None
+    if any(_same_line(f.location, site) for f in found):
+        return None
+    lines = str(exc).strip().splitlines()
+    message = lines[0] if lines else ""
+    if not _DEVICE_WORDS.search(message):
+        return None
+    return FailsOnTheDevice.finding(
+        f"on the device the program stops here: {type(exc).__name__}: {message}",
+        site.location(),
+        Fix("the error names what the device needs; fix this line or the value it is given"),
+    )
+
+
+def _raised_by_torch(exc: BaseException) -> bool:
+    """Whether the innermost frame of the traceback is torch's (or the simulation's own
+    device error, which stands for torch's)."""
+    if getattr(exc, "_torchport_simulated", False):
+        return True
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    if not frames:
+        return False
+    path = os.path.abspath(frames[-1][0].f_code.co_filename)
+    return path.startswith(_TORCH_DIR)
+
+
+def _same_line(where: Location | None, site: Site) -> bool:
+    return (
+        where is not None
+        and where.line == site.line
+        and os.path.basename(where.path) == os.path.basename(site.path)
+    )

@@ -199,6 +199,8 @@ class Observer(TorchFunctionMode):
                 handler = functools.partial(syncs.masked_index, self, handler)
             elif func is T.__setitem__:
                 handler = halfrange.setitem_checked(self, handler)
+        if self.sim is not None and func in simtensor.HOST_TOLERANT:
+            handler = functools.partial(simtensor.host_arguments_onto_device, handler)
         if func in accumulate.ADDITIONS:
             handler = self.accumulation.checked(handler)
         elif func in halfrange.CASTS:
@@ -442,6 +444,11 @@ class Observer(TorchFunctionMode):
                     )
                 if func is T.tolist:  # refused for subclasses; on a GPU it copies to the host
                     return tensor._inner.tolist()
+                simtensor.EXPLICIT_READS.append(True)
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    simtensor.EXPLICIT_READS.pop()
         return func(*args, **kwargs)
 
     def on_sync(self, kind: str, tensor: torch.Tensor | None = None) -> None:

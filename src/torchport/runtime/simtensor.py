@@ -24,6 +24,10 @@ _make_wrapper = torch.Tensor._make_wrapper_subclass
 # Called with a description when Python reads a simulated tensor's value without going through
 # torch (repr, format): the simulation counts these as synchronizations.
 SYNC_HOOKS: list[Callable[[str], None]] = []
+# Non-empty while the observer runs a read it counts itself (``.item()``, ``bool(t)``): the
+# value read below it is that same synchronization, not a second one.
+EXPLICIT_READS: list[bool] = []
+_SCALAR_READ = torch.ops.aten._local_scalar_dense.default
 # While torch.save runs (SAVING is not empty): storage data pointer -> the simulated device of
 # the tensors saved on it, read by torch.save's location tag.
 SAVING: list[bool] = []
@@ -115,6 +119,11 @@ class SimTensor(torch.Tensor):
         # in full below.
         if func in simkernels.CHECKED:
             simkernels.check(func, args)
+        elif func is _SCALAR_READ and not EXPLICIT_READS:
+            # torch read a device value as a number for the host (a size, a count, a step
+            # given as a tensor: ``torch.linspace(0, 1, h)``): a GPU synchronizes there too
+            for hook in SYNC_HOOKS:
+                hook("a tensor read as a number (a size or count argument)")
         out = _fast_dispatch(func, args, kwargs)
         if out is not _SLOW:
             return out
@@ -271,6 +280,38 @@ def to_simulated(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
         return result
     source = tensor._inner if isinstance(tensor, SimTensor) else tensor
     return SimTensor(source.detach().clone(), device)
+
+
+# Torch functions that take some tensors on the host beside device ones and move them on a GPU
+# themselves: ctc_loss takes its targets to the device and reads the lengths on the host. Given
+# a SimTensor (a tensor subclass), ctc_loss goes down its composite path instead, which would
+# mix the devices; the simulation hands it those arguments on the device, where the GPU path
+# has them. function -> the names of those arguments, the positional ones after the first.
+HOST_TOLERANT: dict[Any, tuple[str, ...]] = {
+    func: ("targets", "input_lengths", "target_lengths")
+    for func in (torch.nn.functional.ctc_loss, torch.ctc_loss)
+}
+
+
+def host_arguments_onto_device(
+    handler: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any],
+    func: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Call ``handler`` with ``func``'s host-tolerant arguments on the simulated device of its
+    first argument (see HOST_TOLERANT); unchanged when that is not a simulated tensor."""
+    first = args[0] if args else kwargs.get("log_probs")
+    if not isinstance(first, SimTensor):
+        return handler(func, args, kwargs)
+    names, device = HOST_TOLERANT[func], first._sim_device
+
+    def moved(value: Any) -> Any:
+        return to_simulated(value, device) if type(value) is torch.Tensor else value
+
+    args = (*args[:1], *(moved(a) for a in args[1 : len(names) + 1]), *args[len(names) + 1 :])
+    kwargs = {k: moved(v) if k in names else v for k, v in kwargs.items()}
+    return handler(func, args, kwargs)
 
 
 def to_host(tensor: torch.Tensor) -> torch.Tensor:

@@ -137,6 +137,9 @@ class watch:
                 known = known_failures.finding_for(exc, self.failure.site)
                 if known is not None and not any(f.code == known.code for f in found):
                     found.append(known)
+                elif known is None and self.simulate is not None:
+                    stop = known_failures.failure_on_the_device(exc, self.failure.site, found)
+                    found.extend([stop] if stop is not None else [])
         except Exception as internal:  # noqa: BLE001 - the program's own outcome must win
             self.record.add_internal_error("checking the run", internal)
             found = list(self.record.immediate.values())

@@ -43,3 +43,18 @@ class Sampler(nn.Module):
 
     def forward(self, x):
         return self.proj(x.to(self.device))
+
+
+class Equalizer(nn.Module):
+    def __init__(self, bins=64, device="cpu"):
+        super().__init__()
+        self.bins = bins
+        self.device = device
+        self.gain = nn.Parameter(torch.zeros(bins))
+
+    def forward(self, spectrum):
+        grid = torch.linspace(0, 1, self.bins, device=self.device)
+        return spectrum * self.gain * grid
+
+
+equalizer = Equalizer(bins=32).to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))

@@ -70,3 +70,18 @@ class Reassigned(nn.Module):
     def forward(self, x):
         self.device = x.device
         return self.net(x + torch.randn(x.shape, device=self.device))
+
+
+class Equalizer(nn.Module):
+    def __init__(self, bins=64, device="cpu"):
+        super().__init__()
+        self.bins = bins
+        self.device = device
+        self.gain = nn.Parameter(torch.zeros(bins, device=device))
+
+    def forward(self, spectrum):
+        grid = torch.linspace(0, 1, self.bins, device=self.device)
+        return spectrum * self.gain * grid
+
+
+equalizer = Equalizer(bins=32, device=torch.device("cuda" if torch.cuda.is_available() else "cpu"))

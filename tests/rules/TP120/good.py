@@ -56,3 +56,21 @@ class Trainer:
         ckpt = torch.load(self.path, map_location="cpu")
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+
+
+class SetupTrainer:
+    def __init__(self, path, resume=False):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.net = torch.nn.Linear(4, 2)
+        self.opt = torch.optim.Adam(self.net.parameters())
+        self.path = path
+        self.setup()
+        if resume:
+            self.restore()
+
+    def restore(self):
+        state = torch.load(self.path, map_location="cpu")
+        self.opt.load_state_dict(state["opt"])
+
+    def setup(self):
+        self.net.to(self.device)

@@ -12,3 +12,27 @@ def train(model, dataset, optimizer, device):
         loss = model(x).sum()
         loss.backward()
         optimizer.step()
+
+
+class Learner:
+    def __init__(self, device):
+        self.device = device
+
+    def loader(self, dataset):
+        return DataLoader(dataset, batch_size=32, num_workers=2, pin_memory=True)
+
+    def to_device(self, batch):
+        return [t.to(self.device, non_blocking=True) for t in batch]
+
+
+import argparse  # noqa: E402
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pin-memory", type=int, default=1)
+    return parser.parse_args()
+
+
+def make_loader(dataset, args):
+    return DataLoader(dataset, batch_size=32, num_workers=2, pin_memory=bool(args.pin_memory))

@@ -19,3 +19,14 @@ def collect(model, batches):
     for x in batches:
         preds.append(model(x).argmax(1).to("cpu", non_blocking=True))
     return torch.cat(preds)
+
+
+class Sampler:
+    def to_host(self, ids):
+        return ids.to("cpu", non_blocking=True)
+
+
+def decode(model, sampler, prompt):
+    ids = model(prompt).argmax(-1)
+    host = sampler.to_host(ids)
+    return host.tolist()

@@ -42,3 +42,15 @@ def collect_with_no_grad(model, batches):
             all_preds.append(preds)
     torch.cuda.synchronize()
     return [p.numpy() for p in all_preds]
+
+
+class Sampler:
+    def to_host(self, ids):
+        return ids.to("cpu", non_blocking=True)
+
+
+def decode(model, sampler, prompt):
+    ids = model(prompt).argmax(-1)
+    host = sampler.to_host(ids)
+    torch.cuda.synchronize()
+    return host.tolist()

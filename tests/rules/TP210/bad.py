@@ -12,3 +12,16 @@ def train(model, dataset, optimizer, device):
         loss = model(x).sum()
         loss.backward()
         optimizer.step()
+
+
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass
+class LoaderConfig:
+    batch_size: int = 32
+    num_workers: int = 0
+
+
+def make_loader(dataset, cfg: LoaderConfig):
+    return DataLoader(dataset, batch_size=cfg.batch_size, num_workers=cfg.num_workers)

@@ -16,3 +16,20 @@ def train(model, dataset, optimizer, device):
 def evaluate(dataset):
     # batches never reach an accelerator in this function, but the file moves some: still fine
     return DataLoader(dataset, num_workers=2)
+
+
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass
+class LoaderConfig:
+    batch_size: int = 32
+    num_workers: int = 0
+
+
+def make_loader(dataset, cfg: LoaderConfig):
+    return DataLoader(dataset, batch_size=cfg.batch_size, num_workers=cfg.num_workers)
+
+
+def main(dataset):
+    return make_loader(dataset, LoaderConfig(num_workers=8))

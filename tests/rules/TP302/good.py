@@ -27,3 +27,5 @@ class RunningEntropy:
 
     def compute(self):
         return self.total.tolist()
+
+torch.set_default_dtype(torch.float32)

@@ -27,3 +27,23 @@ class Trainer:
         if (i + 1) % self.accum == 0:
             self.scaler.step(self.optimizer)
             self.scaler.update()
+
+
+class Trainer:
+    def __init__(self, model, optimizer, accum):
+        self.model, self.optimizer, self.accum = model, optimizer, accum
+        self.scaler = torch.amp.GradScaler("cuda")
+
+    def _clip(self):
+        self.scaler.unscale_(self.optimizer)
+        return torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+
+    def train(self, batches):
+        for i, (x, y) in enumerate(batches):
+            loss = torch.nn.functional.mse_loss(self.model(x), y) / self.accum
+            self.scaler.scale(loss).backward()
+            self._clip()
+            if (i + 1) % self.accum == 0:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                self.optimizer.zero_grad()

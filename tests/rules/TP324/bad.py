@@ -12,3 +12,8 @@ class Trainer:
     def evaluate(self, x):
         with torch.autocast(f"{self.device}", dtype=torch.bfloat16):
             return self.model(x.to(self.device))
+
+
+def autocast_for(device: torch.device, dtype: torch.dtype):
+    """A helper returning the context a caller enters."""
+    return torch.autocast(device, dtype=dtype)

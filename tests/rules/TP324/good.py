@@ -12,3 +12,8 @@ class Trainer:
     def evaluate(self, x, kind="cuda"):
         with torch.autocast(kind, dtype=torch.bfloat16):
             return self.model(x.to(self.device))
+
+
+def autocast_for(device: torch.device, dtype: torch.dtype, enabled: bool):
+    """A helper returning the context a caller enters."""
+    return torch.autocast(device.type, dtype=dtype, enabled=enabled)

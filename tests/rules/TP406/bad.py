@@ -10,3 +10,12 @@ def evaluate(correct, total):
     flags = torch.zeros(2)
     dist.broadcast(flags, src=0)
     return stats
+
+
+class RunningMean:
+    def _reduce(self, tensor):
+        dist.all_reduce(tensor)
+        return tensor
+
+    def count(self, batch):
+        return self._reduce(torch.tensor(batch.shape[0]))

@@ -39,3 +39,14 @@ def configure(cfg):
     cfg["rank"] = dist.get_rank()
     cfg["device"] = torch.device(f"cuda:{cfg['rank']}")
     return cfg
+
+
+class CacheConnector:
+    def __init__(self, rank, pool):
+        self.pool = pool
+        self.device = torch.device("cuda", rank)
+
+
+def serve():
+    tp_rank = int(os.environ.get("RANK", 0))
+    return CacheConnector(tp_rank, pool=[])

@@ -17,7 +17,8 @@ from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar, made_at
 from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.edits import location
-from torchport.analyze.flow.values import Origin
+from torchport.analyze.flow.values import OKind, Origin, Place
+from torchport.analyze.flow.vocab import HOST_TOLERANT
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix, Location
 from torchport.rules import device as R
@@ -199,6 +200,17 @@ def _unmoved_losses(a: Analysis) -> Iterator[Finding]:
             )
 
 
+def _unmoved_owner(a: Analysis, origin: Origin) -> list[Origin]:
+    """Where the module keeping ``origin`` (a layer or tensor of its ``__init__``) was made, for
+    each instance never moved: the line that left it on the CPU."""
+    while origin.parent is not None:
+        origin = origin.parent
+    placement = a.placement
+    if origin.kind is not OKind.STATE or origin.cls is None or placement is None:
+        return []
+    return [i for i in origin.cls.instances if placement.place(i) is Place.HOST]
+
+
 def _moved(a: Analysis, name: str, owner: ast.AST) -> bool:
     """Whether ``name.to(...)``/``name.cuda()`` appears in ``owner``."""
     return any(
@@ -227,6 +239,7 @@ def _followed(a: Analysis, reported: set[int]) -> Iterator[Finding]:
         made = "; ".join(sorted({o.label for o in origins}))
         host, device = a.name(conflict.expr), a.name(conflict.device[0])
         related = {location(o.unit.ctx, o.node) for o in origins}
+        related |= {location(m.unit.ctx, m.node) for o in origins for m in _unmoved_owner(a, o)}
         related |= {a.loc(stmt) for stmt in _attribute_assignments(a, conflict.expr)}
         yield R.TensorsOnDifferentDevices.finding(
             f"`{host}` is on the CPU (made by {made}) while `{device}` is on the device: "
@@ -352,7 +365,7 @@ def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
     func = call.func
     q = a.qualname(func)
     if q is not None and (q in _OPS or q.startswith("torch.nn.functional.")):
-        return _args(a, call)
+        return _args(a, call, q)
     if isinstance(func, ast.Attribute) and q is None and func.attr in _BINARY_METHODS:
         receiver = _tensor(a, func.value)
         return [receiver, *_args(a, call)] if receiver is not None else None
@@ -360,7 +373,7 @@ def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
     if module is None:
         return None
     if module.cls is not None and module.cls.endswith("Loss"):
-        return [*_args(a, call), *_loss_weight(a, func, call.lineno)]
+        return [*_args(a, call, f"torch.nn.{module.cls}"), *_loss_weight(a, func, call.lineno)]
     if module.cls in _WRAPPERS:
         return None  # a wrapper lives where the module it wraps does
     if module.device == "cpu" and module.origin and _stays_here(a, func):
@@ -369,9 +382,13 @@ def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
     return None  # a model moved to the device: TP102 reports CPU inputs to it
 
 
-def _args(a: Analysis, call: ast.Call) -> list[_Operand]:
+def _args(a: Analysis, call: ast.Call, callee: str | None = None) -> list[_Operand]:
+    """The tensor operands of ``call``, less those ``callee`` accepts on the host."""
+    tolerant = HOST_TOLERANT.get(callee or "", ())
+    given = call.args[:1] + call.args[len(tolerant) + 1 :] if tolerant else call.args
+    keywords = [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in tolerant]
     out: list[_Operand] = []
-    for arg in [*call.args, *(kw.value for kw in call.keywords if kw.arg is not None)]:
+    for arg in [*given, *keywords]:
         items = arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg]
         out += [o for o in (_tensor(a, item) for item in items) if o is not None]
     return out

@@ -227,7 +227,8 @@ def device_captured_in_init(a: Analysis) -> Iterator[Finding]:
             if not isinstance(target, ast.Attribute) or not is_self_attr(target, target.attr):
                 continue
             attr = target.attr
-            if attr in defined or not _captures_device(a, stmt.value):
+            value = _default_kept(a, init, stmt.value)
+            if attr in defined or not _captures_device(a, value):
                 continue  # a property (or method) of that name is read when it is needed
             if _assigned_elsewhere(a, cls, init, attr):
                 continue
@@ -245,6 +246,18 @@ def device_captured_in_init(a: Analysis) -> Iterator[Finding]:
                 Fix(f"make `{attr}` a property that returns `next(self.parameters()).device`"),
                 related=(a.loc(stmt), *uses[1:]),
             )
+
+
+def _default_kept(a: Analysis, init: Func, value: ast.expr) -> ast.expr:
+    """A parameter of ``__init__`` that every call of the file leaves out (``device="cpu"``):
+    its default; anything else as it is."""
+    if not isinstance(value, ast.Name):
+        return value
+    default = parameter_defaults(init).get(value.id)
+    given = a.given(init, value.id)
+    if default is None or not given or any(g is not None for g in given):
+        return value
+    return default
 
 
 def _captures_device(a: Analysis, value: ast.expr) -> bool:
@@ -363,6 +376,8 @@ def _attribute_loads(a: Analysis) -> Iterator[Finding]:
         ]
         for owner, after in [(method, call), *((a.function_of(c), c) for c in callers)]:
             moved = _attribute_moved_after(a, owner, model, after.lineno)
+            if moved is None:  # moved by a method called later: `self.setup()`
+                moved = _moved_by_later_method(a, cls, owner, model, after.lineno)
             if owner is None or moved is None:
                 continue
             yield R.OptimizerStateLoadedBeforeMove.finding(
@@ -430,6 +445,25 @@ def _attribute_moved_after(
     if any(m.lineno < line for m in moves) or any(n.lineno < line for n in assigned_moved):
         return None
     return next((m for m in moves if m.lineno > line), None)
+
+
+def _moved_by_later_method(
+    a: Analysis, cls: ast.ClassDef, owner: ast.AST | None, model: str, line: int
+) -> ast.Call | None:
+    """The move of ``self.<model>`` in a method of ``cls`` that ``owner`` calls after
+    ``line`` (``self.setup()``), when nothing moved it before that call."""
+    if owner is None or _attribute_moved_after(a, owner, model, 0) is not None:
+        return None
+    for call in walk_local(owner):
+        if not (isinstance(call, ast.Call) and call.lineno > line):
+            continue
+        func = call.func
+        if isinstance(func, ast.Attribute) and is_self_attr(func):
+            method = a.method(cls, func.attr)
+            moved = _attribute_moved_after(a, method, model, 0) if method else None
+            if moved is not None:
+                return moved
+    return None
 
 
 def _optimizer_loads(a: Analysis) -> Iterator[tuple[ast.Call, str]]:

@@ -350,18 +350,34 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
         if keyword(call, "group") is not None:
             continue  # a group of its own, perhaps gloo for CPU tensors
         for arg in call.args[:2]:
-            info = a.info(arg)
-            if info is None or info.kind != K.TENSOR or info.device != "cpu" or not info.origin:
-                continue  # only a tensor evidently made here on the CPU
-            yield R.CollectiveOnCpuTensorWithNccl.finding(
-                f"`{a.name(arg)}` ({info.origin}) goes to "
-                f"`{a.name(call.func)}` while the process group may use NCCL, which only "
-                "moves GPU tensors: create it on the device (`device=device`)",
-                a.loc(arg),
-                Fix("create the tensor on the process's GPU"),
-                related=made_at(a, arg),
-            )
+            for given in _given_through_helper(a, arg):
+                info = a.info(given)
+                if info is None or info.kind != K.TENSOR or info.device != "cpu":
+                    continue
+                if not info.origin or (isinstance(given, ast.Call) and keyword(given, "device")):
+                    continue  # only a tensor evidently made here on the CPU
+                via = "" if given is arg else f" (through `{a.name(arg)}` at line {call.lineno})"
+                yield R.CollectiveOnCpuTensorWithNccl.finding(
+                    f"`{a.name(given)}` ({info.origin}) goes to `{a.name(call.func)}`{via} "
+                    "while the process group may use NCCL, which only moves GPU tensors: "
+                    "create it on the device (`device=device`)",
+                    a.loc(given),
+                    Fix("create the tensor on the process's GPU"),
+                    related=made_at(a, given),
+                )
             break
+
+
+def _given_through_helper(a: Analysis, arg: ast.expr) -> list[ast.expr]:
+    """``arg`` itself, or, when it is a parameter of a same-file helper that hands it on
+    unchanged (``def _reduce(self, t): dist.all_reduce(t)``), what each call gives it."""
+    func = a.function_of(arg)
+    if not isinstance(arg, ast.Name) or func is None:
+        return [arg]
+    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+    if arg.id not in params or a.assignments(func).get(arg.id):
+        return [arg]
+    return [given for given in a.given(func, arg.id) if given is not None]
 
 
 @detector(R.NcclGroupWithoutDevice)

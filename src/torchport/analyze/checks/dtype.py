@@ -108,6 +108,16 @@ def float64_on_accelerator(a: Analysis) -> Iterator[Finding]:
         on_device = info is not None and info.device == "accel"
         if on_device or a.function_of(call) in accelerated:
             yield _f64(a, dtype, f"`dtype={a.text(dtype)}` in `{a.name(call)}`")
+    # every float tensor the program makes, the model's parameters included, is float64
+    for call in a.call_named("torch.set_default_dtype"):
+        if call.args and a.qualname(call.args[0]) in ("torch.float64", "torch.double"):
+            yield R.Float64OnAccelerator.finding(
+                f"`{a.name(call)}` makes every float tensor of this program float64, the "
+                "model's included, in a file that runs on an accelerator, where float64 is many "
+                "times slower (and unsupported on MPS): keep float32 as the default",
+                a.loc(call),
+                Fix("remove the call; ask for float64 only where it is needed"),
+            )
 
 
 def _in_metric(a: Analysis, node: ast.AST) -> bool:

@@ -134,15 +134,23 @@ def _inside(node: ast.AST, block: ast.With | ast.AsyncWith) -> bool:
 def autocast_device_string(a: Analysis) -> Iterator[Finding]:
     if "autocast" not in a.source:
         return
-    for _, call in autocast_blocks(a):
+    for call in a.calls:  # a `with` block's, or one a helper returns
+        q = a.qualname(call.func)
+        if q not in ("torch.autocast", "torch.amp.autocast"):  # the others take no device
+            continue
         given = keyword(call, "device_type") or (call.args[0] if call.args else None)
         device = _device_of_string(a, given)
         if given is None or device is None:
             continue
         fix = f"{a.text(device)}.type"
+        why = (
+            "is a `torch.device`, not a device type: autocast raises ValueError for it"
+            if device is given
+            else 'names a device ("cuda:0" on a GPU), not a device type: torch releases of '
+            "2024-2025 refuse it there"
+        )
         yield A.AutocastDeviceString.finding(
-            f'`{a.name(given)}` names a device ("cuda:0" on a GPU), not a device type: '
-            "torch releases of 2024-2025 refuse it there; pass `" + fix + "`",
+            f"`{a.name(given)}` {why}; pass `{fix}`",
             a.loc(given),
             Fix(f"pass `{fix}`", (replace_node(a, given, fix),), Safety.SAFE),
         )
@@ -166,4 +174,18 @@ def _device_of_string(a: Analysis, given: ast.expr | None) -> ast.expr | None:
         info = a.info(given)
         if info is not None and info.kind == K.DEVICE and info.origin != OF_VALUE:
             return given
+    if isinstance(given, ast.Name) and _annotated_device(a, given):
+        return given
     return None
+
+
+def _annotated_device(a: Analysis, name: ast.Name) -> bool:
+    """Whether ``name`` is a parameter of its function annotated ``torch.device``."""
+    func = a.function_of(name)
+    if func is None or isinstance(func, ast.Lambda):
+        return False
+    params = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
+    return any(
+        p.arg == name.id and p.annotation is not None and a.qualname(p.annotation) == "torch.device"
+        for p in params
+    )

@@ -135,17 +135,25 @@ def _values_of(
     if value is not None:
         return [value]
     owner = a.function_of(expr)
+    if owner is not None and _is_parameter(owner, expr.id) and not _rebinds(owner, expr.id):
+        return a.given(owner, expr.id)  # what the file's calls give it
     if owner is not None and _binds(owner, expr.id):
-        return []  # a parameter, a loop variable...: not followed
+        return []  # a loop variable, a parameter reassigned...: not followed
     found = a.assignments(a.tree).get(expr.id, [])
     return [found[0][1]] if len(found) == 1 else []
 
 
 def _binds(func: Func, name: str) -> bool:
+    return _is_parameter(func, name) or _rebinds(func, name)
+
+
+def _is_parameter(func: Func, name: str) -> bool:
     args = func.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    if any(p is not None and p.arg == name for p in params):
-        return True
+    return any(p is not None and p.arg == name for p in params)
+
+
+def _rebinds(func: Func, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
         for n in walk_local(func)

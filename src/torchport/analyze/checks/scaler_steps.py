@@ -159,6 +159,7 @@ _STEP_SCOPES = (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
 def unscale_every_micro_batch(a: Analysis) -> Iterator[Finding]:
     if "unscale_" not in a.source or not a.makes_scaler:
         return
+    helpers = _unscaling_helpers(a)
     # a loop over micro-batches, or a function called once per micro-batch (``micro_step``)
     for scope in a.of_type(*_STEP_SCOPES):
         body = getattr(scope, "body", [])
@@ -166,17 +167,48 @@ def unscale_every_micro_batch(a: Analysis) -> Iterator[Finding]:
         updates = _scaler_calls(a, calls, "update")
         if not updates or not all(rarely_runs(a, u) for u in updates):
             continue  # updated at every iteration (or never here): nothing accumulates
-        for call in _scaler_calls(a, calls, "unscale_"):
+        unscales = [(c, c) for c in _scaler_calls(a, calls, "unscale_")]
+        # a helper of the file that unscales (``self._clip()``), called at every micro-batch
+        unscales += [(c, helpers[n]) for c in calls if (n := _own_call(a, c)) in helpers]
+        for call, unscale in unscales:
             if rarely_runs(a, call) or a.enclosing(call, *_STEP_SCOPES) is not scope:
                 continue
+            through = "" if unscale is call else f" (`{a.name(unscale)}` at line {unscale.lineno})"
             yield A.UnscaleEveryMicroBatch.finding(
-                f"`{a.name(call)}` runs at every micro-batch but `{a.name(updates[0])}` only "
-                f"every few (line {updates[0].lineno}): the second unscale_ before an update "
-                "raises on the GPU; unscale (and clip) just before the step",
+                f"`{a.name(call)}`{through} runs at every micro-batch but "
+                f"`{a.name(updates[0])}` only every few (line {updates[0].lineno}): the second "
+                "unscale_ before an update raises on the GPU; unscale (and clip) just before "
+                "the step",
                 a.loc(call),
                 Fix("move unscale_ (and the clipping) into the block that steps and updates"),
-                related=(a.loc(updates[0]),),
+                related=tuple(a.loc(n) for n in (updates[0], unscale) if n is not call),
             )
+
+
+def _unscaling_helpers(a: Analysis) -> dict[str, ast.Call]:
+    """Same-file functions and methods that call ``scaler.unscale_`` whenever they run, by
+    name (a method name defined once in the file)."""
+    out: dict[str, ast.Call] = {}
+    for func in a.of_type(ast.FunctionDef):
+        assert isinstance(func, ast.FunctionDef)
+        found = _scaler_calls(a, _calls_in(func), "unscale_")
+        if found and not rarely_runs(a, found[0]) and a.function_of(found[0]) is func:
+            out[func.name] = found[0]
+    return out
+
+
+def _own_call(a: Analysis, call: ast.Call) -> str | None:
+    """The name of a same-file function or ``self`` method that ``call`` calls."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in a.functions:
+        return func.id
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        return func.attr
+    return None
 
 
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:

@@ -6,7 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.base import Analysis, detector, last_name
+from torchport.analyze.checks.settings import setting_default
+from torchport.analyze.context import walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, has_star_kwargs, keyword
 from torchport.analyze.walk import descendants
@@ -22,10 +24,28 @@ def _loaders(a: Analysis) -> Iterator[ast.Call]:
 
 @detector(R.LoaderWithoutPinMemory)
 def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
-    if not a.moves_batches:
+    # batches moved where they are seen, or asynchronous copies (which only pinned memory
+    # makes asynchronous) in a file that loads batches
+    if not a.moves_batches and not _copies_non_blocking(a):
         return
     for call in _loaders(a):
-        if keyword(call, "pin_memory") is not None or len(call.args) > 7:
+        given = keyword(call, "pin_memory")
+        if len(call.args) > 7:
+            continue
+        severity = Severity.WARNING if _copies_non_blocking(a) else None
+        if given is not None:
+            # `pin_memory=cfg.pin_memory` whose only value is a default of False
+            default = setting_default(a, given)
+            if default is not None and default[0].value is False:
+                yield R.LoaderWithoutPinMemory.finding(
+                    f"`{a.text(given)}` is False (its default at line {default[1].lineno}, "
+                    "never changed): the loader does not pin its batches, and this file "
+                    "copies them to an accelerator; default it to `torch.cuda.is_available()`",
+                    a.loc(given),
+                    Fix("default the setting to `torch.cuda.is_available()`"),
+                    severity=severity,
+                    related=(a.loc(default[1]),),
+                )
             continue
         torch, imports = ensure_import(a, "torch")
         edits = (*imports, add_keyword(a, call, f"pin_memory={torch}.cuda.is_available()"))
@@ -35,7 +55,7 @@ def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
             "pass `pin_memory=True`",
             a.loc(call),
             Fix("pin batches: `pin_memory=torch.cuda.is_available()`", edits),
-            severity=Severity.WARNING if _copies_non_blocking(a) else None,
+            severity=severity,
         )
 
 
@@ -62,6 +82,17 @@ def loader_without_workers(a: Analysis) -> Iterator[Finding]:
         return
     for call in _loaders(a):
         workers = keyword(call, "num_workers")
+        default = setting_default(a, workers) if workers is not None else None
+        if workers is not None and default is not None and _is_zero(default[0]):
+            yield R.LoaderWithoutWorkers.finding(
+                f"`{a.text(workers)}` is 0 (its default at line {default[1].lineno}, never "
+                "changed): the loader loads batches on the training thread while the "
+                "accelerator waits; default it to a few workers (e.g. 4)",
+                a.loc(workers),
+                Fix("default the setting to 4 workers, with `persistent_workers=True`"),
+                related=(a.loc(default[1]),),
+            )
+            continue
         if len(call.args) > 5 or (workers is not None and not _is_zero(workers)):
             continue
         yield R.LoaderWithoutWorkers.finding(
@@ -146,24 +177,15 @@ def _async_host_copy(a: Analysis, call: ast.Call) -> tuple[ast.stmt, str] | None
 
     Returns the statement and the name of the host tensor that receives the copy.
     """
-    func = call.func
-    flag = keyword(call, "non_blocking")
-    if not isinstance(func, ast.Attribute) or not (
-        isinstance(flag, ast.Constant) and flag.value is True
-    ):
+    if not _is_async_host_copy(a, call) and not _calls_async_copier(a, call):
         return None
+    func = call.func
     stmt = a.parents.get(call)
-    if func.attr == "copy_":
+    if isinstance(func, ast.Attribute) and func.attr == "copy_":
         host = a.info(func.value)
         on_host = host is not None and host.kind == K.TENSOR and host.device == "cpu"
         if isinstance(stmt, ast.Expr) and isinstance(func.value, ast.Name) and on_host:
             return stmt, func.value.id
-        return None
-    if func.attr == "to":
-        target = keyword(call, "device") or (call.args[0] if call.args else None)
-        if device_of(a.scope(call), target, call.lineno) != "cpu":
-            return None
-    elif func.attr != "cpu":
         return None
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target_name = stmt.targets[0]
@@ -177,6 +199,42 @@ def _async_host_copy(a: Analysis, call: ast.Call) -> tuple[ast.stmt, str] | None
             assert isinstance(holder, ast.Name)
             return statement, holder.id
     return None
+
+
+def _is_async_host_copy(a: Analysis, call: ast.Call) -> bool:
+    """``x.to("cpu", non_blocking=True)``, ``x.cpu(non_blocking=True)``, ``h.copy_(x, ...)``."""
+    func = call.func
+    flag = keyword(call, "non_blocking")
+    if not isinstance(func, ast.Attribute) or not (
+        isinstance(flag, ast.Constant) and flag.value is True
+    ):
+        return False
+    if func.attr == "to":
+        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        return device_of(a.scope(call), target, call.lineno) == "cpu"
+    return func.attr in ("cpu", "copy_")
+
+
+def _calls_async_copier(a: Analysis, call: ast.Call) -> bool:
+    """A call of a same-file function or method that returns such a copy and nothing else
+    (``def to_host(self, ids): return ids.to("cpu", non_blocking=True)``)."""
+    name = last_name(call.func)
+    return name is not None and name in _async_copiers(a)
+
+
+def _async_copiers(a: Analysis) -> set[str]:
+    if "non_blocking" not in a.source:
+        return set()
+    methods = [m for c in a.classes.values() for m in c.body if isinstance(m, ast.FunctionDef)]
+    owners = [*a.functions.values(), *methods]
+    out: set[str] = set()
+    for func in owners:
+        returns = [n for n in walk_local(func) if isinstance(n, ast.Return)]
+        if returns and all(
+            isinstance(r.value, ast.Call) and _is_async_host_copy(a, r.value) for r in returns
+        ):
+            out.add(func.name)
+    return out
 
 
 def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name | None:

@@ -119,7 +119,7 @@ def module_call(c: Invocation, module: Val) -> Val:
         forward = cls.method("forward")
         if forward is not None:
             return program_call(c, forward, module)
-    inputs = [(e, part) for e, v in c.everything for part in _flat(v)]
+    inputs = [(e, part) for e, v in c.device_operands(module.qual) for part in _flat(v)]
     c.meet([(c.node.func, module), *inputs], f"`{c.text(c.node.func)}(...)`", module=True)
     return torchapi.module_output(module, [v for _, v in c.everything])
 

@@ -259,7 +259,7 @@ def _torch_function(c: Invocation, q: str) -> Val:
             items = [(listed_expr, element(listed))]
         items += c.args[1:]
     else:
-        items = c.everything
+        items = c.device_operands(q)
     tensors = [(e, v) for e, v in items if v.tensorish]
     c.meet([(e, v) for e, v in tensors if not v.scalar], f"`torch.{name}`")
     c.draw([(e, v) for e, v in c.args if v.tensorish])

@@ -64,6 +64,13 @@ WRAPPERS = frozenset(
 NOT_MODULES = frozenset({"Parameter", "Module", "Buffer"})
 RNN_HIDDEN = {"torch.nn.LSTM": 2, "torch.nn.GRU": 1, "torch.nn.RNN": 1}
 PAIRS = frozenset({"torch.nn.MultiheadAttention"})
+# Calls whose later arguments may stay on the host beside device inputs: CTC moves its targets
+# to the log-probabilities' device itself and reads the lengths on the host (cuDNN wants them
+# there). The names, in the order of the positional arguments after the first.
+HOST_TOLERANT = {
+    name: ("targets", "input_lengths", "target_lengths")
+    for name in ("torch.nn.CTCLoss", "torch.nn.functional.ctc_loss", "torch.ctc_loss")
+}
 # torch functions over a list of tensors (the list's items meet).
 OVER_LISTS = frozenset(
     {"cat", "stack", "hstack", "vstack", "dstack", "column_stack", "concat", "concatenate",
