@@ -232,6 +232,38 @@ def test_a_layer_built_in_float16_is_named_where_it_was_built() -> None:
     assert "1 of 5 parameters are float16" in found.message
 
 
+@pytest.mark.parametrize("cast", ["half", "to"])
+def test_a_model_cast_to_float16_is_named_where_it_was_cast(cast: str) -> None:
+    with watch("cuda") as w, contextlib.suppress(ValueError):
+        model = nn.Sequential(nn.Linear(6, 8), nn.Linear(8, 1)).to("cuda")
+        if cast == "half":
+            model.half()  # cast by half
+        else:
+            model.to(torch.float16)  # cast by to
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        scaler = torch.amp.GradScaler("cuda")
+        loss = model(torch.randn(4, 6, device="cuda").half()).float().mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)  # torch refuses to unscale the float16 gradients
+    [found] = [f for f in w.findings if f.code == "TP306"]
+    assert [r.line for r in found.related] == [_line(f"cast by {cast}")]
+
+
+def test_a_mistake_in_a_step_helper_names_the_line_that_called_it() -> None:
+    def clip(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> None:
+        scaler.unscale_(opt)  # unscaled in the helper
+
+    with watch("cuda") as w, contextlib.suppress(RuntimeError):
+        model, opt = _setup()
+        scaler = torch.amp.GradScaler("cuda")
+        for _ in range(2):
+            scaler.scale(_loss(model, torch.float16)).backward()
+            clip(scaler, opt)  # called at every micro-batch
+    [found] = [f for f in w.findings if f.code == "TP354"]
+    assert found.location is not None and found.location.line == _line("unscaled in the helper")
+    assert [r.line for r in found.related] == [_line("called at every micro-batch")]
+
+
 def test_the_patches_are_removed_after_the_watch() -> None:
     originals = (torch.amp.GradScaler.step, torch.autograd.backward, nn.utils.clip_grad_norm_)
     with watch("cuda"):

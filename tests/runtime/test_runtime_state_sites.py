@@ -48,6 +48,25 @@ def test_a_loss_never_moved_is_traced_to_where_its_weight_was_given() -> None:
     assert _line("# weighted here") in [r.line for r in _meeting(w).related]
 
 
+class Distiller(nn.Module):
+    def __init__(self, student: nn.Module) -> None:
+        super().__init__()
+        self.student = student
+        self.token = nn.Parameter(torch.zeros(1, 4))  # token set here
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.student(x), self.token.expand(len(x), -1)], dim=1)
+
+
+def test_a_view_of_a_parameter_names_where_its_module_was_made_and_left_unmoved() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        student = nn.Linear(4, 4).to("cuda")
+        distiller = Distiller(student)  # made here, never moved
+        distiller(torch.randn(3, 4, device="cuda"))
+    related = [r.line for r in _meeting(w).related]
+    assert related == [_line("# token set here"), _line("# made here, never moved")]
+
+
 def test_moving_the_model_keeps_each_parameter_object() -> None:
     with watch("cuda"):
         layer = nn.Linear(3, 2)

@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 from torch.amp import autocast_mode, grad_scaler
 from torch.nn.utils import clip_grad
 from torch.optim import optimizer as optim_hooks
 
-from torchport.findings import Fix
+from torchport.findings import Fix, Location
 from torchport.rules import Rule
 from torchport.rules.amp import (
     ClipWithoutUnscale,
@@ -50,7 +51,7 @@ from torchport.rules.dtype import (
     OptimizerStepBypassesScaler,
 )
 from torchport.runtime.patching import Patches
-from torchport.runtime.sites import Site, user_site
+from torchport.runtime.sites import Site, user_caller, user_site
 
 if TYPE_CHECKING:
     from torchport.runtime.observer import Observer
@@ -97,6 +98,8 @@ class AmpMonitor:
         self._local = threading.local()
         self._patches = Patches()
         self._hook: Any = None
+        # modules cast to float16 (`model.half()`, `.to(torch.float16)`) -> the user's line
+        self._half_casts: weakref.WeakKeyDictionary[nn.Module, Site] = weakref.WeakKeyDictionary()
 
     # --- install / remove --------------------------------------------------------------------
     def install(self) -> None:
@@ -112,6 +115,8 @@ class AmpMonitor:
             self._patches.wrap(torch.nn.utils, name, self._clip)
             self._patches.wrap(clip_grad, name, self._clip)
         self._hook = optim_hooks.register_optimizer_step_pre_hook(self._optimizer_step)
+        self._patches.wrap(nn.Module, "half", self._module_half)
+        self._patches.wrap(nn.Module, "to", self._module_to)
 
     def remove(self) -> None:
         if self._hook is not None:
@@ -128,7 +133,10 @@ class AmpMonitor:
 
     def _report(self, rule: type[Rule], message: str, site: Site | None, fix: str) -> None:
         location = None if site is None else site.location()
-        self._observer.add(rule.finding(message, location, Fix(fix)), site)
+        # a step helper of the user's (`self._clip()` in the loop): the line that called it
+        caller = user_caller() if site is not None else None
+        related = () if caller is None or caller == site else (caller.location(),)
+        self._observer.add(rule.finding(message, location, Fix(fix), related=related), site)
 
     def _state(self, scaler: Any) -> _ScalerState | None:
         """The scaler's state, or None when it is disabled (it then passes everything through)."""
@@ -192,6 +200,29 @@ class AmpMonitor:
         self._guarded("checking scaler.unscale_", lambda: self._check_unscale(scaler, optimizer))
         original(scaler, optimizer)
 
+    def _module_half(self, original: Callable[..., Any], module: nn.Module) -> Any:
+        self._guarded("noting a float16 cast", lambda: self._note_half(module, "model.half()"))
+        return original(module)
+
+    def _module_to(
+        self, original: Callable[..., Any], module: nn.Module, *args: Any, **kwargs: Any
+    ) -> Any:
+        if torch.float16 in args or kwargs.get("dtype") is torch.float16:
+            self._guarded("noting a float16 cast", lambda: self._note_half(module, "model.to"))
+        return original(module, *args, **kwargs)
+
+    def _note_half(self, module: nn.Module, call: str) -> None:
+        site = user_site(call)
+        if site is not None:
+            self._half_casts[module] = site
+
+    def _cast_at(self, parameter: torch.Tensor) -> Site | None:
+        """The user's line that cast to float16 a module holding ``parameter``."""
+        for module, site in list(self._half_casts.items()):
+            if any(p is parameter for p in module.parameters()):
+                return site
+        return None
+
     def _check_unscale(self, scaler: Any, optimizer: Any) -> None:
         state = self._state(scaler)
         if state is None:
@@ -227,7 +258,7 @@ class AmpMonitor:
                     + ", which GradScaler cannot unscale",
                     None if site is None else site.location(),
                     Fix("keep the model in float32 and let torch.autocast compute in float16"),
-                    related=(built.location(),) if made and built is not None else (),
+                    related=_locations(built if made else self._cast_at(half[0])),
                 ),
                 site,
             )
@@ -364,6 +395,10 @@ class AmpMonitor:
                 user_site("optimizer.step"),
                 "call scaler.step(optimizer) instead, then scaler.update()",
             )
+
+
+def _locations(site: Site | None) -> tuple[Location, ...]:
+    return () if site is None else (site.location(),)
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:

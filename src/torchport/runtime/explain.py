@@ -161,7 +161,9 @@ class Explainer:
             for t in chosen
             for m in (
                 self._provenance.get(t),
-                self.state_sites.site_of(t, stack),
+                # a view of a module's tensor (`self.token.expand(b, -1, -1)`) is held there too
+                self.state_sites.site_of(t if t._base is None else t._base, stack),
+                self.state_sites.made_at(t if t._base is None else t._base, stack),
                 self._provenance.copied_at(t) if t.device.type == "cpu" else None,
             )
         )

@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 
 from torchport.runtime.failure import StrictFindingError
-from torchport.runtime.sites import Site, user_frame, user_site
+from torchport.runtime.sites import Site, is_user_file, user_frame, user_site
 
 
 class ModuleTracker:
@@ -155,6 +155,7 @@ class StateSites:
         self._sites: weakref.WeakKeyDictionary[nn.Module, dict[str, Site]] = (
             weakref.WeakKeyDictionary()
         )
+        self._made: weakref.WeakKeyDictionary[nn.Module, Site] = weakref.WeakKeyDictionary()
         self._handles: list[Any] = []
 
     def install(self) -> None:
@@ -173,6 +174,20 @@ class StateSites:
             site = user_site(f"{type(module).__name__}(...)")
             if site is not None:
                 self._sites.setdefault(module, {}).setdefault(name, site)
+            if module not in self._made:
+                made = _constructed_at(module)
+                if made is not None:
+                    self._made[module] = made
+
+    def made_at(self, tensor: torch.Tensor, modules: list[nn.Module]) -> Site | None:
+        """The user's line that made the module of the user's own class among ``modules``
+        that holds ``tensor`` (``Wrapper(teacher, student)``: the line where it was left
+        unmoved, where its ``__init__`` assignment is only where the tensor was set)."""
+        for module in reversed(modules):
+            made = self._made.get(module)
+            if made is not None and any(v is tensor for v in _own_tensors(module)):
+                return made
+        return None
 
     def built_at(self, tensor: torch.Tensor) -> Site | None:
         """Where the module holding ``tensor`` was built, among all the program built."""
@@ -185,7 +200,27 @@ class StateSites:
             if not sites:
                 continue
             own = [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]
-            for name, value in own:
+            for name, value in own:  # by name: the sites are kept by name
                 if value is tensor and name in sites:
                     return sites[name]
         return None
+
+
+def _own_tensors(module: nn.Module) -> list[torch.Tensor]:
+    return [*module.parameters(recurse=False), *module.buffers(recurse=False)]
+
+
+def _constructed_at(module: nn.Module) -> Site | None:
+    """Where the user's code called ``module``'s class, when the tensor is being set in the
+    ``__init__`` of a class of the user's (the innermost user frame is that ``__init__``)."""
+    frame = user_frame(3)
+    if (
+        frame is None
+        or frame.f_code.co_name != "__init__"
+        or frame.f_locals.get("self") is not module
+    ):
+        return None
+    caller = frame.f_back
+    while caller is not None and not is_user_file(caller.f_code.co_filename):
+        caller = caller.f_back
+    return None if caller is None else Site(caller.f_code.co_filename, caller.f_lineno)

@@ -110,6 +110,16 @@ def user_site(call: str = "", start: int = 2) -> Site | None:
     return Site(frame.f_code.co_filename, frame.f_lineno, call)
 
 
+def user_caller(start: int = 2) -> Site | None:
+    """The user's line that called the function holding the user's line of this call (a
+    training loop's ``self._clip()``), when the caller is user code too."""
+    frame = user_frame(start)
+    caller = frame.f_back if frame is not None else None
+    if caller is None or not is_user_file(caller.f_code.co_filename):
+        return None
+    return Site(caller.f_code.co_filename, caller.f_lineno)
+
+
 def call_name(func: Any) -> str:
     """``torch.randn``, ``Tensor.to``, ``torch.nn.functional.linear``: how users spell ``func``."""
     name = getattr(func, "__name__", None) or repr(func)
