@@ -155,8 +155,11 @@ def pin_memory_on_main_thread(a: Analysis) -> Iterator[Finding]:
 
 @detector(R.NonBlockingHostReadBeforeSync)
 def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
+    if "non_blocking" not in a.source:
+        return
+    copiers = _async_copiers(a)
     for call in a.calls:
-        copied = _async_host_copy(a, call)
+        copied = _async_host_copy(a, call, copiers)
         if copied is None:
             continue
         stmt, name = copied
@@ -172,12 +175,13 @@ def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
             )
 
 
-def _async_host_copy(a: Analysis, call: ast.Call) -> tuple[ast.stmt, str] | None:
-    """``y = x.to("cpu", non_blocking=True)`` or ``host.copy_(x, non_blocking=True)``.
+def _async_host_copy(a: Analysis, call: ast.Call, copiers: set[str]) -> tuple[ast.stmt, str] | None:
+    """``y = x.to("cpu", non_blocking=True)``, ``host.copy_(x, non_blocking=True)``, or
+    ``y = self.to_host(x)`` where ``to_host`` is one of ``copiers`` (see _async_copiers).
 
     Returns the statement and the name of the host tensor that receives the copy.
     """
-    if not _is_async_host_copy(a, call) and not _calls_async_copier(a, call):
+    if not _is_async_host_copy(a, call) and last_name(call.func) not in copiers:
         return None
     func = call.func
     stmt = a.parents.get(call)
@@ -215,24 +219,20 @@ def _is_async_host_copy(a: Analysis, call: ast.Call) -> bool:
     return func.attr in ("cpu", "copy_")
 
 
-def _calls_async_copier(a: Analysis, call: ast.Call) -> bool:
-    """A call of a same-file function or method that returns such a copy and nothing else
-    (``def to_host(self, ids): return ids.to("cpu", non_blocking=True)``)."""
-    name = last_name(call.func)
-    return name is not None and name in _async_copiers(a)
-
-
 def _async_copiers(a: Analysis) -> set[str]:
-    if "non_blocking" not in a.source:
-        return set()
-    methods = [m for c in a.classes.values() for m in c.body if isinstance(m, ast.FunctionDef)]
-    owners = [*a.functions.values(), *methods]
+    """The same-file functions and methods that return such a copy and nothing else
+    (``def to_host(self, ids): return ids.to("cpu", non_blocking=True)``), by name."""
     out: set[str] = set()
-    for func in owners:
+    for ret in a.of_type(ast.Return):
+        assert isinstance(ret, ast.Return)
+        value = ret.value
+        if not (isinstance(value, ast.Call) and keyword(value, "non_blocking") is not None):
+            continue  # the cheap test first: most returns are not copies
+        func = a.function_of(ret)
+        if func is None or func.name in out or not _is_async_host_copy(a, value):
+            continue
         returns = [n for n in walk_local(func) if isinstance(n, ast.Return)]
-        if returns and all(
-            isinstance(r.value, ast.Call) and _is_async_host_copy(a, r.value) for r in returns
-        ):
+        if all(isinstance(r.value, ast.Call) and _is_async_host_copy(a, r.value) for r in returns):
             out.add(func.name)
     return out
 
