@@ -18,7 +18,7 @@ from torchport.analyze.checks.values import assigned_value, collates_elsewhere, 
 from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.edits import location
 from torchport.analyze.flow.values import OKind, Origin, Place
-from torchport.analyze.flow.vocab import HOST_TOLERANT
+from torchport.analyze.flow.vocab import device_operands
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix, Location
 from torchport.rules import device as R
@@ -384,11 +384,9 @@ def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
 
 def _args(a: Analysis, call: ast.Call, callee: str | None = None) -> list[_Operand]:
     """The tensor operands of ``call``, less those ``callee`` accepts on the host."""
-    tolerant = HOST_TOLERANT.get(callee or "", ())
-    given = call.args[:1] + call.args[len(tolerant) + 1 :] if tolerant else call.args
-    keywords = [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in tolerant]
+    keywords = [(kw.arg, kw.value) for kw in call.keywords if kw.arg is not None]
     out: list[_Operand] = []
-    for arg in [*given, *keywords]:
+    for arg in device_operands(callee, call.args, keywords):
         items = arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg]
         out += [o for o in (_tensor(a, item) for item in items) if o is not None]
     return out

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from torchport.analyze.flow.interp import Frame, Interp
 from torchport.analyze.flow.values import OKind, Origin, Place, Val
-from torchport.analyze.flow.vocab import HOST_TOLERANT
+from torchport.analyze.flow.vocab import device_operands
 
 Arg = tuple[ast.expr, Val]
 
@@ -39,11 +39,7 @@ class Invocation:
 
     def device_operands(self, callee: str | None) -> list[Arg]:
         """Every argument, less those ``callee`` accepts on the host (vocab.HOST_TOLERANT)."""
-        tolerant = HOST_TOLERANT.get(callee or "")
-        if tolerant is None:
-            return self.everything
-        kept = self.args[:1] + self.args[len(tolerant) + 1 :]
-        return kept + [arg for name, arg in self.kwargs.items() if name not in tolerant]
+        return device_operands(callee, self.args, list(self.kwargs.items()))
 
     def tensors(self) -> list[Arg]:
         return [(e, v) for e, v in self.everything if v.tensorish]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from torchport.analyze import kinds as K
+
+A = TypeVar("A")
 
 
 def _torch(*names: str) -> frozenset[str]:
@@ -71,6 +75,16 @@ HOST_TOLERANT = {
     name: ("targets", "input_lengths", "target_lengths")
     for name in ("torch.nn.CTCLoss", "torch.nn.functional.ctc_loss", "torch.ctc_loss")
 }
+
+
+def device_operands(callee: str | None, args: list[A], keywords: list[tuple[str, A]]) -> list[A]:
+    """The arguments of a call of ``callee`` that must be on the device with the others: all
+    of them, less those it accepts on the host (HOST_TOLERANT)."""
+    tolerant = HOST_TOLERANT.get(callee or "", ())
+    kept = args[:1] + args[len(tolerant) + 1 :] if tolerant else args
+    return [*kept, *(value for name, value in keywords if name not in tolerant)]
+
+
 # torch functions over a list of tensors (the list's items meet).
 OVER_LISTS = frozenset(
     {"cat", "stack", "hstack", "vstack", "dstack", "column_stack", "concat", "concatenate",
