@@ -34,6 +34,7 @@ _RULE_MODULES = (
     "dtype",
     "amp",
     "distributed",
+    "collectives",
     "environment",
     "build",
 )

@@ -1,0 +1,41 @@
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def load_features(args):
+    if args.local_rank not in [-1, 0]:
+        dist.barrier()  # the others wait until the main process has cached the features
+    features = torch.randn(8, 4)
+    if args.local_rank == 0:
+        dist.barrier()  # the main process releases them
+    return features
+
+
+def evaluate(args, model):
+    return model(load_features(args)).mean()
+
+
+def main(args, model):
+    dist.init_process_group("nccl")
+    load_features(args)
+    if args.local_rank in [-1, 0]:
+        print(evaluate(args, model))
+
+
+def sync_metrics(rank, total):
+    if rank == 0:
+        dist.all_reduce(total)
+    return total
+
+
+def report(total):
+    if int(os.environ.get("RANK", 0)) == 0:
+        sync_metrics(0, total)
+
+
+def log_loss(loss):
+    if dist.get_rank() == 0:
+        dist.all_reduce(loss)
+        print(loss.item())
