@@ -277,3 +277,35 @@ def test_a_model_moves_to_the_device_under_no_grad_and_inference_mode(mode: type
     assert out.device.type == "cuda" and model.weight.device.type == "cuda"
     assert model.weight is weight  # moved in place, as on a GPU
     assert w.findings == []
+
+
+class _MaskedMatmul(torch.autograd.Function):
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda")
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor, w: torch.Tensor
+    ) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return x.matmul(w.t())
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors  # type: ignore[attr-defined]
+        return grad.matmul(w), grad.t().matmul(x)
+
+
+def test_custom_bwd_runs_under_the_forwards_simulated_autocast() -> None:
+    # on a GPU, custom_bwd re-enters the autocast of the forward: the float16 gradient meets
+    # the float32 weight in a matmul that autocast casts, instead of a dtype error
+    with watch("cuda") as w:
+        x = torch.randn(4, 3, device="cuda", requires_grad=True)
+        weight = torch.randn(2, 3, device="cuda", requires_grad=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            assert torch.is_autocast_enabled("cuda")
+            out = _MaskedMatmul.apply(x, weight)
+        assert out.dtype == torch.float16 and not torch.is_autocast_enabled("cuda")
+        out.float().sum().backward()
+    assert w.failure is None and weight.grad is not None

@@ -180,6 +180,7 @@ class Simulation:
         patches += [(autocast, "__init__", self._autocast_init())]
         patches += [(autocast, "__enter__", _tracked_enter(autocast.__enter__))]
         patches += [(autocast, "__exit__", _tracked_exit(autocast.__exit__))]
+        patches += _autocast_queries(self.kind)
         patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
         patches += [(torch.nn.Module, "_apply", _keep_parameters(torch.nn.Module._apply))]
         patches += [(torch.nn.Module, "to", _index_as_device(torch.nn.Module.to, self.kind))]
@@ -294,6 +295,25 @@ class Simulation:
                 original(obj, device_type, *args, **kwargs)
 
         return init
+
+
+def _autocast_queries(kind: str) -> list[tuple[Any, str, Any]]:
+    """``torch.is_autocast_enabled("cuda")`` and ``get_autocast_dtype("cuda")`` answer for
+    the simulated device's regions (which run as CPU autocast): ``custom_fwd`` reads them to
+    run ``custom_bwd`` under the forward's autocast state, as on a GPU."""
+    enabled, dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
+
+    def is_enabled(*args: Any) -> bool:
+        if (args[0] if args else "cuda") == kind:
+            return bool(simkernels.device_autocast and simkernels.device_autocast[-1])
+        return bool(enabled(*args))
+
+    def get_dtype(device_type: str) -> torch.dtype:
+        if device_type == kind and simkernels.device_autocast:
+            return dtype("cpu")
+        return dtype(device_type)
+
+    return [(torch, "is_autocast_enabled", is_enabled), (torch, "get_autocast_dtype", get_dtype)]
 
 
 def _tracked_enter(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
