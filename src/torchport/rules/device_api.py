@@ -1,4 +1,5 @@
-"""TP109-TP114: device-specific torch API (hard-coded CUDA, legacy constructors), static rules.
+"""TP109-TP114 and TP122: device-specific torch API (hard-coded CUDA, legacy constructors, a
+device compared with a type string), static rules.
 
 The rest of the TP1 family (device placement) is in ``device.py``; the detectors of these are
 in ``torchport.analyze.checks.device_api``.
@@ -188,3 +189,33 @@ class CudaTensorInDataset(Rule):
     code = "TP114"
     name = "cuda-tensor-in-dataset"
     severity = Severity.ERROR
+
+
+@register
+class DeviceComparedToTypeString(Rule):
+    """## What it does
+    Flags a device compared with a bare device type: `str(device) == "cuda"`,
+    `cfg.device == "cuda"`.
+
+    ## Why is this bad?
+    A device with an index reads `"cuda:0"` (`torch.device("cuda", local_rank)`,
+    `device="cuda:0"`), which is not `"cuda"`: the test is False on the GPU, and the
+    program silently takes its CPU branch there (no autocast, no pinned memory, float32).
+
+    ## Example
+    ```python
+    device_type = "cuda" if str(device) == "cuda" else "cpu"
+    ```
+
+    ## Use instead
+    ```python
+    device_type = torch.device(device).type
+    ```
+
+    ## Fix safety
+    No automatic fix: a string device must become a `torch.device` first.
+    """
+
+    code = "TP122"
+    name = "device-compared-to-type-string"
+    severity = Severity.WARNING

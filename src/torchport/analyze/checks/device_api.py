@@ -215,3 +215,94 @@ def cuda_tensor_in_dataset(a: Analysis) -> Iterator[Finding]:
                     a.loc(node),
                     Fix("return CPU tensors; move batches in the training loop"),
                 )
+
+
+_DEVICE_TYPES = ("cuda", "mps", "xpu")
+
+
+@detector(R.DeviceComparedToTypeString)
+def device_compared_to_type_string(a: Analysis) -> Iterator[Finding]:
+    if "device" not in a.source:
+        return
+    for node in a.of_type(ast.Compare):
+        assert isinstance(node, ast.Compare)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], ast.Eq | ast.NotEq):
+            continue
+        left, right = node.left, node.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if not (isinstance(right, ast.Constant) and right.value in _DEVICE_TYPES):
+            continue
+        device = _device_text(left, a, str(right.value))
+        if device is None or _indexed_alternative(a, node, str(right.value)):
+            continue
+        yield R.DeviceComparedToTypeString.finding(
+            f'`{a.text(node)}` is False for a device with an index ("{right.value}:0"), so '
+            f"the GPU takes the other branch; compare its type: "
+            f'`torch.device({device}).type == "{right.value}"`',
+            a.loc(node),
+            Fix("compare the device's type, not its text"),
+        )
+
+
+def _device_text(node: ast.expr, a: Analysis, kind: str) -> str | None:
+    """The source of the device in ``str(device)`` or ``f"{device}"`` (the text of a device),
+    or of a name or attribute called ``...device`` that the file sets to an indexed device
+    somewhere (``device: str = "cuda:0"``); None for anything else. A bare ``device`` is
+    often a device type by contract (torch's own ``autocast.device``)."""
+    stringified = True
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "str"
+        and len(node.args) == 1
+    ):
+        node = node.args[0]
+    elif isinstance(node, ast.JoinedStr) and len(node.values) == 1:
+        value = node.values[0]
+        if not isinstance(value, ast.FormattedValue):
+            return None
+        node = value.value
+    else:
+        stringified = False
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    if not isinstance(name, str) or not name.endswith("device"):
+        return None
+    if not stringified and not _set_to_an_indexed_device(a, node, name, kind):
+        return None
+    return ast.unparse(node)
+
+
+def _indexed_alternative(a: Analysis, compare: ast.Compare, kind: str) -> bool:
+    """``x == "cuda:0" or x == "cuda"``: the indexed form is handled beside it."""
+    parent = a.parents.get(compare)
+    if not isinstance(parent, ast.BoolOp):
+        return False
+    return any(
+        isinstance(c, ast.Constant) and str(c.value).startswith(f"{kind}:")
+        for value in parent.values
+        if isinstance(value, ast.Compare)
+        for c in value.comparators
+    )
+
+
+def _set_to_an_indexed_device(a: Analysis, used: ast.expr, name: str, kind: str) -> bool:
+    """Whether the file gives ``name`` (an attribute or field anywhere, a variable in the
+    function that reads it) a value with an index: ``"cuda:0"``, ``f"cuda:{rank}"``."""
+    scope = a.function_of(used) if isinstance(used, ast.Name) else None
+    for node in a.of_type(ast.Assign, ast.AnnAssign):
+        if isinstance(used, ast.Name) and a.function_of(node) is not scope:
+            continue
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        named = [t.id if isinstance(t, ast.Name) else getattr(t, "attr", None) for t in targets]
+        if name not in named or value is None:
+            continue
+        for part in ast.walk(value):
+            first = part.values[0] if isinstance(part, ast.JoinedStr) and part.values else part
+            if isinstance(first, ast.Constant) and str(first.value).startswith(f"{kind}:"):
+                return True
+    return False
