@@ -99,7 +99,9 @@ class AmpMonitor:
         self._patches = Patches()
         self._hook: Any = None
         # modules cast to float16 (`model.half()`, `.to(torch.float16)`) -> the user's line
-        self._half_casts: weakref.WeakKeyDictionary[nn.Module, Site] = weakref.WeakKeyDictionary()
+        self._half_casts: weakref.WeakKeyDictionary[nn.Module, tuple[Site, frozenset[int]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # --- install / remove --------------------------------------------------------------------
     def install(self) -> None:
@@ -214,14 +216,18 @@ class AmpMonitor:
     def _note_half(self, module: nn.Module, call: str) -> None:
         site = user_site(call)
         if site is not None:
-            self._half_casts[module] = site
+            # the parameters it held then, by id: layers added later were not cast here (and
+            # a weak reference to a parameter would break the simulated Module.to)
+            self._half_casts[module] = (site, frozenset(id(p) for p in module.parameters()))
 
-    def _cast_at(self, parameter: torch.Tensor) -> Site | None:
-        """The user's line that cast to float16 a module holding ``parameter``."""
-        for module, site in list(self._half_casts.items()):
-            if any(p is parameter for p in module.parameters()):
-                return site
-        return None
+    def _made_half_at(self, parameter: torch.Tensor, built: Site | None, some: bool) -> Site | None:
+        """Where ``parameter`` became float16: the cast of a module that held it then, or
+        else (or when only some layers are float16) where its layer was built."""
+        if not some:
+            for site, held in list(self._half_casts.values()):
+                if id(parameter) in held:
+                    return site
+        return built
 
     def _check_unscale(self, scaler: Any, optimizer: Any) -> None:
         state = self._state(scaler)
@@ -253,12 +259,13 @@ class AmpMonitor:
                         f"{len(half)} of {len(trained)} parameters are float16, the first of "
                         f"a layer built at {built}"
                         if made
-                        else "the model's parameters are float16 (a .half() model)"
+                        else "the trained parameters are float16 (a .half() model, or layers "
+                        "made in float16)"
                     )
                     + ", which GradScaler cannot unscale",
                     None if site is None else site.location(),
                     Fix("keep the model in float32 and let torch.autocast compute in float16"),
-                    related=_locations(built if made else self._cast_at(half[0])),
+                    related=_locations(self._made_half_at(half[0], built, made)),
                 ),
                 site,
             )
