@@ -67,6 +67,28 @@ def test_a_view_of_a_parameter_names_where_its_module_was_made_and_left_unmoved(
     assert related == [_line("# token set here"), _line("# made here, never moved")]
 
 
+def causal_mask(size: int) -> torch.Tensor:
+    return torch.ones(size, size).triu(1).bool()
+
+
+class Decoder(nn.Module):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.mask = causal_mask(size)  # a plain attribute, set here
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = self.proj(x) @ self.proj(x).t()
+        n = len(x)
+        return scores.masked_fill(self.mask[:n, :n], float("-inf"))
+
+
+def test_a_slice_of_a_plain_tensor_attribute_names_where_the_attribute_was_set() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        Decoder(8).to("cuda")(torch.randn(3, 4, device="cuda"))
+    assert _line("# a plain attribute, set here") in [r.line for r in _meeting(w).related]
+
+
 def test_moving_the_model_keeps_each_parameter_object() -> None:
     with watch("cuda"):
         layer = nn.Linear(3, 2)

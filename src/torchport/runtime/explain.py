@@ -278,8 +278,10 @@ class Explainer:
 
 
 def _attribute_name(module: torch.nn.Module, tensor: torch.Tensor) -> str | None:
-    """The plain attribute (not a parameter or buffer) of ``module`` that holds ``tensor``."""
-    return next((name for name, value in vars(module).items() if value is tensor), None)
+    """The plain attribute (not a parameter or buffer) of ``module`` that holds ``tensor``, or
+    the tensor it is a view of (``self.mask[:t, :t]``)."""
+    held = {id(tensor)} if tensor._base is None else {id(tensor), id(tensor._base)}
+    return next((name for name, value in vars(module).items() if id(value) in held), None)
 
 
 def _dtype(tensor: torch.Tensor) -> str:
