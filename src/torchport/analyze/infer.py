@@ -194,6 +194,11 @@ def _qualified_call(scope: Scope, call: ast.Call, q: str, line: int) -> Info | N
     if q in K.TENSOR_OPS or q.startswith("torch.nn.functional."):
         devices = [infer(scope, a, line) for a in call.args[:2]]
         accel = next((d for d in devices if d is not None and d.device == "accel"), None)
+        if accel is None and devices and all(_made_on_host(d) for d in devices):
+            # ``torch.triu(torch.ones(n, n))``: an op of host tensors made here stays there
+            first = devices[0]
+            assert first is not None
+            return Info(K.TENSOR, device="cpu", origin=first.origin)
         return Info(
             K.TENSOR, device="accel" if accel else None, target=accel.target if accel else None
         )
@@ -215,6 +220,10 @@ def _qualified_call(scope: Scope, call: ast.Call, q: str, line: int) -> Info | N
     if q.startswith("numpy."):
         return _numpy(scope, call, q, line)
     return None
+
+
+def _made_on_host(info: Info | None) -> bool:
+    return info is not None and info.kind == K.TENSOR and info.device == "cpu" and bool(info.origin)
 
 
 def _numpy(scope: Scope, call: ast.Call, q: str, line: int) -> Info | None:

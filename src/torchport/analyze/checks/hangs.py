@@ -34,14 +34,13 @@ def collective_on_one_rank(a: Analysis) -> Iterator[Finding]:
     if "rank" not in a.source and "main" not in a.source:
         return
     for call in a.call_named(*_COLLECTIVES):
-        if keyword(call, "group") is not None or _skipped_on_main(a, call):
+        if _in_a_group(a, call) or _skipped_on_main(a, call):
             continue  # a group of its own may hold the main process alone
         own = _main_only_guard(a, call)
-        if own is not None:
-            if _released_for_the_others(a, call):
-                continue
-            path: tuple[ast.If, ast.Call] | None = (own, call)
-        else:
+        path: tuple[ast.If, ast.Call] | None = None
+        if own is not None and not _released_for_the_others(a, call):
+            path = (own, call)
+        else:  # reached on every process here: unless the function runs on the main one only
             path = _guarded_path(a, a.function_of(call), _DEPTH)
         if path is None:
             continue
@@ -54,6 +53,15 @@ def collective_on_one_rank(a: Analysis) -> Iterator[Finding]:
             Fix("call the code holding the collective on every process"),
             related=(a.loc(guard), a.loc(site)),
         )
+
+
+# where each collective takes its ``group`` positionally (barrier(group), all_reduce(t, op, g))
+_GROUP_POSITION = {"barrier": 0, "all_gather_object": 2, "broadcast_object_list": 2}
+
+
+def _in_a_group(a: Analysis, call: ast.Call) -> bool:
+    name = (a.qualname(call.func) or "").rsplit(".", 1)[-1]
+    return keyword(call, "group") is not None or len(call.args) > _GROUP_POSITION.get(name, 2)
 
 
 def _released_for_the_others(a: Analysis, call: ast.Call) -> bool:
