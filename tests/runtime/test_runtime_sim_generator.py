@@ -60,6 +60,20 @@ def test_a_cpu_generator_for_an_in_place_draw_on_a_device_tensor_fails() -> None
     assert found.location is not None and found.location.line == _line("# in place here")
 
 
+def test_a_device_generator_drawing_a_host_tensor_fails_as_on_a_gpu() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError, match="'cpu' device type for generator"):
+        on_device = torch.Generator(device="cuda").manual_seed(0)
+        torch.rand(4, generator=on_device)  # drawn on the host here
+    [found] = _generator_findings(w)
+    assert found.location is not None and found.location.line == _line("# drawn on the host here")
+    assert "draws on the host with a generator of the device" in found.message
+
+
+def test_a_device_generator_filling_a_host_tensor_in_place_fails() -> None:
+    with watch("cuda"), pytest.raises(RuntimeError, match="'cpu' device type for generator"):
+        torch.empty(4).uniform_(generator=torch.Generator(device="cuda"))
+
+
 def test_a_cpu_generator_shuffling_a_loader_is_fine() -> None:
     data = TensorDataset(torch.arange(8.0))
     with watch("cuda") as w:

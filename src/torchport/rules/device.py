@@ -404,7 +404,9 @@ class CpuGeneratorForDeviceTensor(Rule):
     ## Why is this bad?
     A generator draws numbers on its own device only: with a CUDA tensor the call raises
     "Expected a 'cuda' device type for generator but found 'cpu'". On the CPU both are on
-    the host and the program runs.
+    the host and the program runs. `run` also reports the reverse, a generator made on the
+    device drawing a host tensor (`torch.rand(n, generator=gpu_gen)` without `device=`):
+    "Expected a 'cpu' device type for generator but found 'cuda'".
 
     ## Example
     ```python

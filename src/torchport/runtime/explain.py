@@ -105,6 +105,8 @@ class Explainer:
             return None
         text = str(exc.args[0])
         if "device type for generator" in text:
+            if "Expected a 'cpu' device type" in text:
+                return self._device_generator_on_host(func, site)
             return self._host_generator(func, site)
         tensors = tensor_arguments(func, args, kwargs)
         devices = {t.device for _, t in tensors}
@@ -188,6 +190,15 @@ class Explainer:
         if holder is not None and any(t.device.type == "cpu" for _, t in tensors):
             out += holders.assignment_sites(*holder)
         return out
+
+    def _device_generator_on_host(self, func: Any, site: Site | None) -> Finding:
+        return CpuGeneratorForDeviceTensor.finding(
+            f"{call_name(func)} draws on the host with a generator of the device, which torch "
+            "refuses (\"Expected a 'cpu' device type for generator but found 'cuda'\"): pass "
+            "`device=` of the generator's device, or draw with a CPU generator",
+            None if site is None else site.location(),
+            Fix("make the tensor where the generator is: device=generator.device"),
+        )
 
     def _host_generator(self, func: Any, site: Site | None) -> Finding:
         return CpuGeneratorForDeviceTensor.finding(

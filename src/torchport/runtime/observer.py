@@ -219,6 +219,8 @@ class Observer(TorchFunctionMode):
                 device = next((a.device for a in args if isinstance(a, simtensor.SimTensor)), None)
                 if device is not None:
                     self._checked_generator(func, args, kwargs, device)
+                elif any(isinstance(a, torch.Tensor) for a in args):
+                    self._checked_host_generator(func, args, kwargs)
         if self.has_pending:
             self._check_pending(args)
         try:
@@ -364,6 +366,15 @@ class Observer(TorchFunctionMode):
             self.explain(exc, func, args, kwargs)
             raise
 
+    def _checked_host_generator(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        try:
+            simgenerator.check_host(kwargs["generator"])
+        except RuntimeError as exc:
+            self.explain(exc, func, args, kwargs)
+            raise
+
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         target = None
         if func in _FROM_DATA:
@@ -383,6 +394,8 @@ class Observer(TorchFunctionMode):
                 kwargs = {**kwargs, "device": "cpu"}
             else:
                 args = simtensor.plain(args)
+        elif self.sim is not None and kwargs.get("generator") is not None:
+            self._checked_host_generator(func, args, kwargs)
         try:
             out = func(*args, **kwargs)
         except Exception as exc:

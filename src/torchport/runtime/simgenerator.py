@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from torchport.runtime import simdevices
+
 REAL_GENERATOR = torch.Generator
 
 
@@ -55,4 +57,14 @@ def check(generator: Any, device: torch.device) -> None:
             f"Expected a '{device.type}' device type for generator but found 'cpu' (torchport "
             "--simulate: a CPU torch.Generator cannot draw numbers on the GPU; make it with "
             "torch.Generator(device=device))"
+        )
+
+
+def check_host(generator: Any) -> None:
+    """Raise as CUDA does when a generator of the simulated device draws numbers for the host
+    (``torch.rand(n, generator=g)`` without ``device=``)."""
+    device = getattr(generator, "_sim_device", None)
+    if device is not None:
+        raise simdevices.device_error(
+            f"Expected a 'cpu' device type for generator but found '{device.type}'"
         )
