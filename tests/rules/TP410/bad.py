@@ -34,3 +34,14 @@ class Solver:
 
     def save(self, path):
         torch.save(self.net.state_dict(), path)
+
+
+class Wrapper:
+    def __init__(self, build, distributed):
+        model = build()
+        if distributed:
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        self.model = model
+
+    def save(self, path):
+        torch.save({"model": self.model.state_dict()}, path)

@@ -55,3 +55,15 @@ def train_on_what_is_there(model, path):
     if torch.cuda.device_count() > 1:
         model = nn.DataParallel(model)
     torch.save(unwrap(model).state_dict(), path)
+
+
+class Wrapper:
+    def __init__(self, build, distributed):
+        model = build()
+        if distributed:
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        self.model = model
+
+    def save(self, path):
+        bare = self.model.module if hasattr(self.model, "module") else self.model
+        torch.save({"model": bare.state_dict()}, path)

@@ -178,6 +178,17 @@ def _wraps(a: Analysis) -> dict[str, list[ast.Assign]]:
         key = _model_key(stmt.targets[0])
         if key is not None and _is_wrapper(a, stmt.value):
             out.setdefault(key, []).append(stmt)
+    # `model = DDP(model)` then `self.model = model` in the same function
+    for stmt in a.of_type(ast.Assign):
+        assert isinstance(stmt, ast.Assign)
+        value, targets = stmt.value, stmt.targets
+        if len(targets) != 1 or not isinstance(value, ast.Name) or value.id not in out:
+            continue
+        key = _model_key(targets[0])
+        owner = a.function_of(stmt)
+        held = [w for w in out[value.id] if a.function_of(w) is owner and w.lineno < stmt.lineno]
+        if key is not None and key.startswith("self.") and held:
+            out.setdefault(key, []).extend(held)
     return out
 
 
