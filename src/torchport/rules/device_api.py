@@ -1,5 +1,5 @@
-"""TP109-TP114 and TP122: device-specific torch API (hard-coded CUDA, legacy constructors, a
-device compared with a type string), static rules.
+"""TP109-TP114 and TP122-TP123: device-specific torch API (hard-coded CUDA, legacy constructors
+and type checks, a device compared with a type string), static rules.
 
 The rest of the TP1 family (device placement) is in ``device.py``; the detectors of these are
 in ``torchport.analyze.checks.device_api``.
@@ -212,10 +212,44 @@ class DeviceComparedToTypeString(Rule):
     device_type = torch.device(device).type
     ```
 
+    A tensor's own `.device` compared so is TP111.
+
     ## Fix safety
     No automatic fix: a string device must become a `torch.device` first.
     """
 
     code = "TP122"
     name = "device-compared-to-type-string"
+    severity = Severity.WARNING
+
+
+@register
+class LegacyTensorTypeCheck(Rule):
+    """## What it does
+    Flags a tensor's dtype tested through a legacy type: `isinstance(x, torch.LongTensor)`,
+    `x.type() == "torch.FloatTensor"`.
+
+    ## Why is this bad?
+    The legacy types name the CPU: a CUDA tensor is a `torch.cuda.LongTensor`, so the test is
+    False on the GPU and the program silently takes its other branch (a missing squeeze, a
+    conversion that does not happen).
+
+    ## Example
+    ```python
+    if isinstance(actions, torch.LongTensor):
+        actions = actions.squeeze(1)
+    ```
+
+    ## Use instead
+    ```python
+    if actions.dtype == torch.int64:
+        actions = actions.squeeze(1)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP123"
+    name = "legacy-tensor-type-check"
     severity = Severity.WARNING

@@ -306,3 +306,48 @@ def _set_to_an_indexed_device(a: Analysis, used: ast.expr, name: str, kind: str)
             if isinstance(first, ast.Constant) and str(first.value).startswith(f"{kind}:"):
                 return True
     return False
+
+
+@detector(R.LegacyTensorTypeCheck)
+def legacy_tensor_type_check(a: Analysis) -> Iterator[Finding]:
+    if "Tensor" not in a.source:
+        return
+    for call in a.calls:
+        func = call.func
+        if isinstance(func, ast.Name) and func.id == "isinstance" and len(call.args) == 2:
+            types = call.args[1]
+            named = types.elts if isinstance(types, ast.Tuple) else [types]
+            legacy = [t for t in named if _legacy_cpu_type(a.qualname(t))]
+            if legacy and not any((a.qualname(t) or "").startswith("torch.cuda.") for t in named):
+                yield _type_check(a, call, a.text(legacy[0]))
+    for node in a.of_type(ast.Compare):
+        assert isinstance(node, ast.Compare)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], ast.Eq | ast.NotEq):
+            continue
+        for side, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+            if (
+                isinstance(side, ast.Call)
+                and not side.args
+                and not side.keywords
+                and isinstance(side.func, ast.Attribute)
+                and side.func.attr == "type"
+            ):
+                text = other.value if isinstance(other, ast.Constant) else None
+                if isinstance(text, str) and _legacy_cpu_type(text):
+                    yield _type_check(a, node, text)
+
+
+def _legacy_cpu_type(name: str | None) -> bool:
+    parts = (name or "").split(".")
+    return len(parts) == 2 and parts[0] == "torch" and parts[1] in _LEGACY
+
+
+def _type_check(a: Analysis, node: ast.AST, legacy: str) -> Finding:
+    dtype = _LEGACY[legacy.rsplit(".", 1)[-1]]
+    return R.LegacyTensorTypeCheck.finding(
+        f"`{a.text(node)}` is False for a tensor on the GPU (a `torch.cuda."
+        f"{legacy.rsplit('.', 1)[-1]}`): the program takes its other branch there; test "
+        f"`x.dtype == torch.{dtype}`",
+        a.loc(node),
+        Fix(f"test the dtype: `x.dtype == torch.{dtype}`"),
+    )
