@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -40,3 +42,20 @@ def test_float64_on_the_device_is_a_warning_for_data_and_info_for_a_small_table(
         torch.linspace(1e-4, 0.02, elements, dtype=torch.float64).to("cuda")
     [found] = [f for f in w.findings if f.code == "TP302"]
     assert found.severity is severity
+
+
+def test_a_read_of_an_async_host_copy_names_where_the_copy_was_made() -> None:
+    def to_host(out: torch.Tensor) -> torch.Tensor:
+        return out.to("cpu", non_blocking=True)  # copied here
+
+    with watch("cuda") as w:
+        host = to_host(torch.randn(3, device="cuda"))
+        host.numpy()  # read here
+    [found] = [f for f in w.findings if f.code == "TP208"]
+    assert found.location is not None and found.location.line == _line("# read here")
+    assert [r.line for r in found.related] == [_line("# copied here")]
+
+
+def _line(marker: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.endswith(marker))

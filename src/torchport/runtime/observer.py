@@ -490,6 +490,7 @@ class Observer(TorchFunctionMode):
                             "call torch.cuda.synchronize() (or record an event and wait on it) "
                             "before reading it, or copy without non_blocking=True"
                         ),
+                        related=(made.location(),) if isinstance(made, Site) else (),
                     ),
                     site,
                 )
