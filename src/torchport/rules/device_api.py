@@ -1,4 +1,4 @@
-"""TP109-TP114 and TP122-TP123: device-specific torch API (hard-coded CUDA, legacy constructors
+"""TP109-TP114 and TP122-TP124: device-specific torch API (hard-coded CUDA, legacy constructors
 and type checks, a device compared with a type string), static rules.
 
 The rest of the TP1 family (device placement) is in ``device.py``; the detectors of these are
@@ -252,4 +252,37 @@ class LegacyTensorTypeCheck(Rule):
 
     code = "TP123"
     name = "legacy-tensor-type-check"
+    severity = Severity.WARNING
+
+
+@register
+class BareCudaBesideChosenDevice(Rule):
+    """## What it does
+    Flags `.cuda()` without an index in a file that picks its GPU by index
+    (`torch.device(f"cuda:{args.gpu}")`, `torch.device("cuda", rank)`) and never makes it
+    the current device (`torch.cuda.set_device`).
+
+    ## Why is this bad?
+    A bare `.cuda()` moves to the *current* device, GPU 0, not to the GPU the program chose:
+    on a machine where it runs on GPU 1 the moved tensor meets tensors of another GPU ("Expected
+    all tensors to be on the same device"). With one GPU, or GPU 0 chosen, it happens to work.
+
+    ## Example
+    ```python
+    device = torch.device(f"cuda:{args.gpu}")
+    ...
+    mask = mask.cuda()
+    ```
+
+    ## Use instead
+    ```python
+    mask = mask.to(scores.device)
+    ```
+
+    ## Fix safety
+    No automatic fix: the right device is the one of the tensors it meets.
+    """
+
+    code = "TP124"
+    name = "bare-cuda-beside-chosen-device"
     severity = Severity.WARNING

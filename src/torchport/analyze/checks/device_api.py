@@ -351,3 +351,42 @@ def _type_check(a: Analysis, node: ast.AST, legacy: str) -> Finding:
         a.loc(node),
         Fix(f"test the dtype: `x.dtype == torch.{dtype}`"),
     )
+
+
+@detector(R.BareCudaBesideChosenDevice)
+def bare_cuda_beside_chosen_device(a: Analysis) -> Iterator[Finding]:
+    if ".cuda()" not in a.source or "set_device" in a.source or "CUDA_VISIBLE" in a.source:
+        return
+    chosen = _chosen_by_index(a)
+    if chosen is None:
+        return
+    for call, func in a.method_calls("cuda"):
+        if call.args or call.keywords or a.qualname(func) is not None:
+            continue
+        yield R.BareCudaBesideChosenDevice.finding(
+            f"`{a.name(call)}` moves to the current GPU (GPU 0), while this file runs on the "
+            f"GPU it picks by index (`{a.text(chosen)}`, line {chosen.lineno}) without making "
+            "it current: elsewhere than GPU 0 the two meet on different GPUs; move with "
+            "`.to(device)`",
+            a.loc(call),
+            Fix("move with `.to(device)` (or `.to(other.device)`)"),
+            related=(a.loc(chosen),),
+        )
+
+
+def _chosen_by_index(a: Analysis) -> ast.Call | None:
+    """``torch.device(f"cuda:{i}")`` or ``torch.device("cuda", i)`` with a computed index."""
+    for call in a.call_named("torch.device"):
+        if len(call.args) == 2 and not isinstance(call.args[1], ast.Constant):
+            return call
+        first = call.args[0] if len(call.args) == 1 else None
+        if isinstance(first, ast.IfExp):
+            first = first.body
+        if (
+            isinstance(first, ast.JoinedStr)
+            and len(first.values) == 2
+            and isinstance(first.values[0], ast.Constant)
+            and first.values[0].value == "cuda:"
+        ):
+            return call
+    return None
