@@ -264,6 +264,17 @@ def test_a_mistake_in_a_step_helper_names_the_line_that_called_it() -> None:
     assert [r.line for r in found.related] == [_line("called at every micro-batch")]
 
 
+def test_backward_inside_autocast_names_where_the_region_was_entered() -> None:
+    with watch("cuda") as w:
+        model, opt = _setup()
+        with torch.autocast("cuda", dtype=torch.float16):  # entered here
+            for _ in range(2):
+                model(torch.randn(4, 6, device="cuda")).float().sum().backward()
+                opt.step()
+    found = [f for f in w.findings if f.code == "TP307"]
+    assert found and all(_line("entered here") in [r.line for r in f.related] for f in found)
+
+
 def test_the_patches_are_removed_after_the_watch() -> None:
     originals = (torch.amp.GradScaler.step, torch.autograd.backward, nn.utils.clip_grad_norm_)
     with watch("cuda"):

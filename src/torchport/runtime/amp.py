@@ -98,6 +98,7 @@ class AmpMonitor:
         self._local = threading.local()
         self._patches = Patches()
         self._hook: Any = None
+        self._open: list[Site | None] = []  # the autocast regions entered and not yet left
         # modules cast to float16 (`model.half()`, `.to(torch.float16)`) -> the user's line
         self._half_casts: weakref.WeakKeyDictionary[nn.Module, tuple[Site, frozenset[int]]] = (
             weakref.WeakKeyDictionary()
@@ -112,6 +113,7 @@ class AmpMonitor:
         self._patches.wrap(scaler, "step", self._scaler_step)
         self._patches.wrap(scaler, "update", self._update)
         self._patches.wrap(autocast_mode.autocast, "__enter__", self._autocast_enter)
+        self._patches.wrap(autocast_mode.autocast, "__exit__", self._autocast_exit)
         self._patches.wrap(torch.autograd, "backward", self._backward)
         for name in ("clip_grad_norm_", "clip_grad_value_"):
             self._patches.wrap(torch.nn.utils, name, self._clip)
@@ -133,12 +135,27 @@ class AmpMonitor:
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             self._observer.internal(what, internal)
 
-    def _report(self, rule: type[Rule], message: str, site: Site | None, fix: str) -> None:
+    def _report(
+        self,
+        rule: type[Rule],
+        message: str,
+        site: Site | None,
+        fix: str,
+        related: Site | None = None,
+    ) -> None:
         location = None if site is None else site.location()
         # a step helper of the user's (`self._clip()` in the loop): the line that called it
         caller = user_caller() if site is not None else None
-        related = () if caller is None or caller == site else (caller.location(),)
-        self._observer.add(rule.finding(message, location, Fix(fix), related=related), site)
+        places = {s.location() for s in (caller, related) if s is not None and s != site}
+        self._observer.add(
+            rule.finding(
+                message,
+                location,
+                Fix(fix),
+                related=tuple(sorted(places, key=lambda loc: (loc.path, loc.line))),
+            ),
+            site,
+        )
 
     def _state(self, scaler: Any) -> _ScalerState | None:
         """The scaler's state, or None when it is disabled (it then passes everything through)."""
@@ -314,7 +331,13 @@ class AmpMonitor:
     def _autocast_enter(self, original: Callable[..., Any], region: Any) -> Any:
         entered = original(region)
         self._guarded("noting an autocast region", lambda: self._note_region(region))
+        self._open.append(user_site("torch.autocast"))
         return entered
+
+    def _autocast_exit(self, original: Callable[..., Any], region: Any, *exc: Any) -> Any:
+        if self._open:
+            self._open.pop()
+        return original(region, *exc)
 
     def _note_region(self, region: Any) -> None:
         self._deprecated(region, "autocast")
@@ -331,12 +354,15 @@ class AmpMonitor:
 
     def _check_backward(self, tensors: Any) -> None:
         if any(torch.is_autocast_enabled(kind) for kind in _AUTOCAST_DEVICES):
+            opened = self._open[-1] if self._open else None
             self._report(
                 BackwardInsideAutocast,
-                "backward() runs inside an autocast region: its ops would run in the "
-                "precision autocast picked for the forward pass",
+                "backward() runs inside an autocast region"
+                + (f" (entered at line {opened.line})" if opened is not None else "")
+                + ": its ops would run in the precision autocast picked for the forward pass",
                 user_site("backward"),
                 "leave the `with torch.autocast(...)` block before calling backward()",
+                related=opened,
             )
         roots = [t for t in _tensors(tensors) if t.grad_fn is not None]
         scaled = self._mark_scaled(roots)
