@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
-from torchport.runtime import watch
+from torchport.runtime import known_failures, watch
+from torchport.runtime.sites import Site
 
 
 def _line(marker: str) -> int:
@@ -73,3 +75,16 @@ def test_ctc_loss_takes_its_targets_and_lengths_on_the_host_under_the_simulation
         got = loss.cpu()
     assert w.findings == []
     torch.testing.assert_close(got, expected)
+
+
+def test_an_error_raised_below_the_observers_own_frame_counts_as_torchs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # an op that fails in C++ leaves the observer's frame innermost, not one of torch's
+    monkeypatch.setattr(known_failures, "_RUNTIME_DIR", str(Path(__file__).parent) + os.sep)
+    try:
+        raise RuntimeError("not implemented for 'Half' on this device")
+    except RuntimeError as exc:
+        site = Site(__file__, 1)
+        found = known_failures.failure_on_the_device(exc, site, [])
+    assert found is not None and found.code == "TP152"

@@ -15,6 +15,7 @@ import torch
 from torchport.findings import Finding, Fix, Location
 from torchport.rules.device_ops import FailsOnTheDevice
 from torchport.rules.distributed import WrappedBeforeMoved
+from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site
 
 _KNOWN = (
@@ -52,6 +53,8 @@ _DEVICE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _TORCH_DIR = os.path.dirname(os.path.abspath(str(torch.__file__))) + os.sep
+# The observer's own frames call torch's ops: an error raised in C++ below them is torch's.
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def failure_on_the_device(
@@ -59,7 +62,9 @@ def failure_on_the_device(
 ) -> Finding | None:
     """Under --simulate, the program's final error as a finding (TP152) when torch raised it
     about devices, dtypes or mixed precision and no finding already stands at its line."""
-    if site is None or not isinstance(exc, Exception) or not _raised_by_torch(exc):
+    if site is None or not isinstance(exc, Exception) or isinstance(exc, StrictFindingError):
+        return None
+    if not _raised_by_torch(exc):
         return None
     if any(_same_line(f.location, site) for f in found):
         return None
@@ -83,7 +88,7 @@ def _raised_by_torch(exc: BaseException) -> bool:
     if not frames:
         return False
     path = os.path.abspath(frames[-1][0].f_code.co_filename)
-    return path.startswith(_TORCH_DIR)
+    return path.startswith((_TORCH_DIR, _RUNTIME_DIR))
 
 
 def _same_line(where: Location | None, site: Site) -> bool:
