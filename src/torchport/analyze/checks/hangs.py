@@ -99,32 +99,25 @@ def _calls_of(a: Analysis, func: Func) -> list[ast.Call]:
 def _main_only_guard(a: Analysis, node: ast.AST) -> ast.If | None:
     """The enclosing ``if`` (within its function) whose branch holding ``node`` only the main
     process runs."""
-    child = node
-    for up in a.ancestors(node):
-        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            return None
-        if isinstance(up, ast.If) and child is not up.test:
-            main = _on_main(up.test)
-            in_body = child in up.body
-            if (main is True and in_body) or (main is False and not in_body):
-                return up
-        child = up
-    return None
+    return next((up for up, taken in _branches(a, node) if taken is True), None)
 
 
 def _skipped_on_main(a: Analysis, node: ast.AST) -> bool:
     """Whether an enclosing branch (within its function) never runs on the main process."""
+    return any(taken is False for _, taken in _branches(a, node))
+
+
+def _branches(a: Analysis, node: ast.AST) -> Iterator[tuple[ast.If, bool | None]]:
+    """Each ``if`` around ``node`` within its function, with whether the main process takes
+    the branch that holds ``node`` (None: unknown)."""
     child = node
     for up in a.ancestors(node):
         if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            return False
+            return
         if isinstance(up, ast.If) and child is not up.test:
             main = _on_main(up.test)
-            in_body = child in up.body
-            if (main is False and in_body) or (main is True and not in_body):
-                return True
+            yield up, None if main is None else (main if child in up.body else not main)
         child = up
-    return False
 
 
 def _on_main(test: ast.expr) -> bool | None:
