@@ -164,8 +164,8 @@ class Explainer:
             for m in (
                 self._provenance.get(t),
                 # a view of a module's tensor (`self.token.expand(b, -1, -1)`) is held there too
-                self.state_sites.site_of(t if t._base is None else t._base, stack),
-                self.state_sites.made_at(t if t._base is None else t._base, stack),
+                self.state_sites.site_of(_viewed(t), stack),
+                self.state_sites.made_at(_viewed(t), stack),
                 self._provenance.copied_at(t) if t.device.type == "cpu" else None,
             )
         )
@@ -291,8 +291,13 @@ class Explainer:
 def _attribute_name(module: torch.nn.Module, tensor: torch.Tensor) -> str | None:
     """The plain attribute (not a parameter or buffer) of ``module`` that holds ``tensor``, or
     the tensor it is a view of (``self.mask[:t, :t]``)."""
-    held = {id(tensor)} if tensor._base is None else {id(tensor), id(tensor._base)}
+    held = {id(tensor), id(_viewed(tensor))}
     return next((name for name, value in vars(module).items() if id(value) in held), None)
+
+
+def _viewed(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor ``tensor`` is a view of, or itself."""
+    return tensor if tensor._base is None else tensor._base
 
 
 def _dtype(tensor: torch.Tensor) -> str:

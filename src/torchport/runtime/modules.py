@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 
 from torchport.runtime.failure import StrictFindingError
-from torchport.runtime.sites import Site, is_user_file, user_frame, user_site
+from torchport.runtime.sites import Site, user_frame, user_frame_from, user_site
 
 
 class ModuleTracker:
@@ -220,7 +220,5 @@ def _constructed_at(module: nn.Module) -> Site | None:
         or frame.f_locals.get("self") is not module
     ):
         return None
-    caller = frame.f_back
-    while caller is not None and not is_user_file(caller.f_code.co_filename):
-        caller = caller.f_back
+    caller = user_frame_from(frame.f_back)
     return None if caller is None else Site(caller.f_code.co_filename, caller.f_lineno)

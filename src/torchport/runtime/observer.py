@@ -220,7 +220,7 @@ class Observer(TorchFunctionMode):
                 if device is not None:
                     self._checked_generator(func, args, kwargs, device)
                 elif any(isinstance(a, torch.Tensor) for a in args):
-                    self._checked_host_generator(func, args, kwargs)
+                    self._checked_generator(func, args, kwargs, None)
         if self.has_pending:
             self._check_pending(args)
         try:
@@ -358,19 +358,15 @@ class Observer(TorchFunctionMode):
 
     # --- factories ---------------------------------------------------------------------------
     def _checked_generator(
-        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], target: torch.device
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], target: torch.device | None
     ) -> None:
+        """Raise as CUDA does for a generator of the other side: a host generator drawing for
+        the simulated ``target``, or a device one drawing on the host (``target`` None)."""
         try:
-            simgenerator.check(kwargs["generator"], target)
-        except RuntimeError as exc:
-            self.explain(exc, func, args, kwargs)
-            raise
-
-    def _checked_host_generator(
-        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        try:
-            simgenerator.check_host(kwargs["generator"])
+            if target is None:
+                simgenerator.check_host(kwargs["generator"])
+            else:
+                simgenerator.check(kwargs["generator"], target)
         except RuntimeError as exc:
             self.explain(exc, func, args, kwargs)
             raise
@@ -395,7 +391,7 @@ class Observer(TorchFunctionMode):
             else:
                 args = simtensor.plain(args)
         elif self.sim is not None and kwargs.get("generator") is not None:
-            self._checked_host_generator(func, args, kwargs)
+            self._checked_generator(func, args, kwargs, None)
         try:
             out = func(*args, **kwargs)
         except Exception as exc:

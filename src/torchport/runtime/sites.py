@@ -97,6 +97,11 @@ def user_frame(start: int = 2) -> FrameType | None:
         frame: FrameType | None = sys._getframe(start)
     except ValueError:
         return None
+    return user_frame_from(frame)
+
+
+def user_frame_from(frame: FrameType | None) -> FrameType | None:
+    """``frame`` or the first frame of user code above it."""
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     return frame

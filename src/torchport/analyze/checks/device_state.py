@@ -377,7 +377,7 @@ def _attribute_loads(a: Analysis) -> Iterator[Finding]:
         for owner, after in [(method, call), *((a.function_of(c), c) for c in callers)]:
             moved = _attribute_moved_after(a, owner, model, after.lineno)
             if moved is None:  # moved by a method called later: `self.setup()`
-                moved = _moved_by_later_method(a, cls, owner, model, after.lineno)
+                moved = _moved_by_later_method(a, owner, model, after.lineno)
             if owner is None or moved is None:
                 continue
             yield R.OptimizerStateLoadedBeforeMove.finding(
@@ -448,19 +448,15 @@ def _attribute_moved_after(
 
 
 def _moved_by_later_method(
-    a: Analysis, cls: ast.ClassDef, owner: ast.AST | None, model: str, line: int
+    a: Analysis, owner: ast.AST | None, model: str, line: int
 ) -> ast.Call | None:
-    """The move of ``self.<model>`` in a method of ``cls`` that ``owner`` calls after
+    """The move of ``self.<model>`` in a method of the same class that ``owner`` calls after
     ``line`` (``self.setup()``), when nothing moved it before that call."""
     if owner is None or _attribute_moved_after(a, owner, model, 0) is not None:
         return None
     for call in walk_local(owner):
-        if not (isinstance(call, ast.Call) and call.lineno > line):
-            continue
-        func = call.func
-        if isinstance(func, ast.Attribute) and is_self_attr(func):
-            method = a.method(cls, func.attr)
-            moved = _attribute_moved_after(a, method, model, 0) if method else None
+        if isinstance(call, ast.Call) and call.lineno > line and is_self_attr(call.func):
+            moved = _attribute_moved_after(a, a.own_callee(call), model, 0)
             if moved is not None:
                 return moved
     return None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, made_at
+from torchport.analyze.checks.values import assigned_value, is_parameter, made_at, rebinds
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import replace_node
 from torchport.analyze.infer import keyword
@@ -374,8 +374,7 @@ def _given_through_helper(a: Analysis, arg: ast.expr) -> list[ast.expr]:
     func = a.function_of(arg)
     if not isinstance(arg, ast.Name) or func is None:
         return [arg]
-    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
-    if arg.id not in params or a.assignments(func).get(arg.id):
+    if not is_parameter(func, arg.id) or rebinds(func, arg.id):
         return [arg]
     return [given for given in a.given(func, arg.id) if given is not None]
 

@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value
-from torchport.analyze.context import Func, walk_local
+from torchport.analyze.checks.values import assigned_value, is_parameter, rebinds
+from torchport.analyze.context import Func
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import distributed as R
@@ -135,7 +135,7 @@ def _values_of(
     if value is not None:
         return [value]
     owner = a.function_of(expr)
-    if owner is not None and _is_parameter(owner, expr.id) and not _rebinds(owner, expr.id):
+    if owner is not None and is_parameter(owner, expr.id) and not rebinds(owner, expr.id):
         return a.given(owner, expr.id)  # what the file's calls give it
     if owner is not None and _binds(owner, expr.id):
         return []  # a loop variable, a parameter reassigned...: not followed
@@ -144,17 +144,4 @@ def _values_of(
 
 
 def _binds(func: Func, name: str) -> bool:
-    return _is_parameter(func, name) or _rebinds(func, name)
-
-
-def _is_parameter(func: Func, name: str) -> bool:
-    args = func.args
-    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    return any(p is not None and p.arg == name for p in params)
-
-
-def _rebinds(func: Func, name: str) -> bool:
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for n in walk_local(func)
-    )
+    return is_parameter(func, name) or rebinds(func, name)

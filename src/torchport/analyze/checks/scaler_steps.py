@@ -169,7 +169,7 @@ def unscale_every_micro_batch(a: Analysis) -> Iterator[Finding]:
             continue  # updated at every iteration (or never here): nothing accumulates
         unscales = [(c, c) for c in _scaler_calls(a, calls, "unscale_")]
         # a helper of the file that unscales (``self._clip()``), called at every micro-batch
-        unscales += [(c, helpers[n]) for c in calls if (n := _own_call(a, c)) in helpers]
+        unscales += [(c, helpers[f]) for c in calls if (f := a.own_callee(c)) in helpers]
         for call, unscale in unscales:
             if rarely_runs(a, call) or a.enclosing(call, *_STEP_SCOPES) is not scope:
                 continue
@@ -185,30 +185,15 @@ def unscale_every_micro_batch(a: Analysis) -> Iterator[Finding]:
             )
 
 
-def _unscaling_helpers(a: Analysis) -> dict[str, ast.Call]:
-    """Same-file functions and methods that call ``scaler.unscale_`` whenever they run, by
-    name (a method name defined once in the file)."""
-    out: dict[str, ast.Call] = {}
+def _unscaling_helpers(a: Analysis) -> dict[Func, ast.Call]:
+    """Same-file functions and methods that call ``scaler.unscale_`` whenever they run."""
+    out: dict[Func, ast.Call] = {}
     for func in a.of_type(ast.FunctionDef):
         assert isinstance(func, ast.FunctionDef)
         found = _scaler_calls(a, _calls_in(func), "unscale_")
         if found and not rarely_runs(a, found[0]) and a.function_of(found[0]) is func:
-            out[func.name] = found[0]
+            out[func] = found[0]
     return out
-
-
-def _own_call(a: Analysis, call: ast.Call) -> str | None:
-    """The name of a same-file function or ``self`` method that ``call`` calls."""
-    func = call.func
-    if isinstance(func, ast.Name) and func.id in a.functions:
-        return func.id
-    if (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "self"
-    ):
-        return func.attr
-    return None
 
 
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:

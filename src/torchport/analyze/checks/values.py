@@ -77,6 +77,21 @@ def made_at(a: Analysis, node: ast.AST) -> tuple[Location, ...]:
     return (a.loc(bound),)
 
 
+def is_parameter(func: Func, name: str) -> bool:
+    """Whether ``name`` is one of ``func``'s parameters (``*args`` and ``**kwargs`` too)."""
+    args = func.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return any(p is not None and p.arg == name for p in params)
+
+
+def rebinds(func: Func, name: str) -> bool:
+    """Whether ``func`` itself stores to ``name`` (an assignment, a loop variable...)."""
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for n in walk_local(func)
+    )
+
+
 def parameter_defaults(func: Func) -> dict[str, ast.expr]:
     """Each parameter of ``func`` that has a default, with it (positional and keyword-only)."""
     args = func.args
