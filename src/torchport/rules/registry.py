@@ -35,6 +35,7 @@ _RULE_MODULES = (
     "amp",
     "distributed",
     "collectives",
+    "optimizers",
     "environment",
     "build",
 )

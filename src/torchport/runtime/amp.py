@@ -237,7 +237,7 @@ class AmpMonitor:
             # a weak reference to a parameter would break the simulated Module.to)
             self._half_casts[module] = (site, frozenset(id(p) for p in module.parameters()))
 
-    def _made_half_at(self, parameter: torch.Tensor, built: Site | None, some: bool) -> Site | None:
+    def made_half_at(self, parameter: torch.Tensor, built: Site | None, some: bool) -> Site | None:
         """Where ``parameter`` became float16: the cast of a module that held it then, or
         else (or when only some layers are float16) where its layer was built."""
         if not some:
@@ -282,7 +282,7 @@ class AmpMonitor:
                     + ", which GradScaler cannot unscale",
                     None if site is None else site.location(),
                     Fix("keep the model in float32 and let torch.autocast compute in float16"),
-                    related=_locations(self._made_half_at(half[0], built, made)),
+                    related=_locations(self.made_half_at(half[0], built, made)),
                 ),
                 site,
             )

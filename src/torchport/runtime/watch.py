@@ -32,6 +32,7 @@ from torchport.runtime.failure import Failure, failure
 from torchport.runtime.inputs import LoaderTimer, check_module_inputs
 from torchport.runtime.modules import ModuleTracker
 from torchport.runtime.observer import Observer, Options
+from torchport.runtime.optimizers import OptimizerPrecision
 from torchport.runtime.record import Record
 from torchport.runtime.samplers import SamplerMonitor
 from torchport.runtime.simulate import Simulation
@@ -95,6 +96,7 @@ class watch:
         tracker.on_internal_error = observer.internal
         loaders = LoaderTimer(observer)
         amp, apis, samplers = AmpMonitor(observer), ApiMonitor(observer), SamplerMonitor(observer)
+        optimizers = OptimizerPrecision(observer, amp)
         steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
         if sim is not None:
             sim._on_sync = observer.on_sync
@@ -109,6 +111,7 @@ class watch:
             (tracker.install, tracker.remove),
             (observer.explainer.state_sites.install, observer.explainer.state_sites.remove),
             (amp.install, amp.remove),
+            (optimizers.install, optimizers.remove),
             (apis.install, apis.remove),
             (samplers.install, samplers.remove),
             (loaders.install, loaders.remove),
