@@ -137,7 +137,9 @@ def test_a_torchrun_style_ddp_loop_runs_under_simulation_without_findings(
             data = TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
             sampler = DistributedSampler(data)
             loader = DataLoader(data, batch_size=16, sampler=sampler, pin_memory=True)
-            model = DistributedDataParallel(nn.Linear(8, 3).to(device), device_ids=[local_rank])
+            # BatchNorm: DDP broadcasts its buffers at every forward (C++ calling back ops)
+            net = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Linear(8, 3))
+            model = DistributedDataParallel(net.to(device), device_ids=[local_rank])
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(2):
                 sampler.set_epoch(epoch)
@@ -147,7 +149,7 @@ def test_a_torchrun_style_ddp_loop_runs_under_simulation_without_findings(
                     opt.zero_grad()
                     nn.functional.cross_entropy(model(x), y).backward()
                     opt.step()
-            weight = model.module.weight
+            weight = model.module[0].weight
             assert weight.device == device and weight.grad is not None
             assert weight.grad.device == device
         finally:

@@ -183,6 +183,10 @@ class Observer(TorchFunctionMode):
         handler: Handler
         if name in ("__get__", "__set__") or func in _METADATA or func is _PARSE_TO:
             handler = _passthrough
+        elif self.sim is not None and isinstance(func, torch._ops.OpOverload):
+            # the simulation running an op on a SimTensor's host data, called back from C++
+            # (DDP's buffer broadcast): on a GPU these never reach Python, so never count them
+            handler = _passthrough
         elif func in _FACTORIES:
             handler = self._factory
         elif func in _SYNC_KINDS:

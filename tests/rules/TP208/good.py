@@ -54,3 +54,13 @@ def decode(model, sampler, prompt):
     host = sampler.to_host(ids)
     torch.cuda.synchronize()
     return host.tolist()
+
+
+def collect_pairs(model, loader, device):
+    pending = []
+    for images, labels in loader:
+        preds = model(images.to(device)).argmax(1).to("cpu", non_blocking=True)
+        pending.append((preds, labels))  # kept in a tuple: not read yet
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return [(p.numpy(), y.numpy()) for p, y in pending]

@@ -45,3 +45,20 @@ class Wrapper:
 
     def save(self, path):
         torch.save({"model": self.model.state_dict()}, path)
+
+
+class Learner:
+    def __init__(self, net):
+        self.model = net.cuda()
+
+    def save_state(self, path):
+        torch.save(self.model.state_dict(), path)
+
+    def wrap_ddp(self, local_rank):
+        self.model = DDP(self.model, device_ids=[local_rank])
+
+
+def finetune(net, local_rank, path):
+    learner = Learner(net)
+    learner.wrap_ddp(local_rank)
+    learner.save_state(path)  # wrapped by now: module. keys

@@ -67,3 +67,21 @@ class Wrapper:
     def save(self, path):
         bare = self.model.module if hasattr(self.model, "module") else self.model
         torch.save({"model": bare.state_dict()}, path)
+
+
+class Learner:
+    def __init__(self, net):
+        self.model = net.cuda()
+
+    def save_state(self, path):
+        torch.save(self.model.state_dict(), path)
+
+    def wrap_ddp(self, local_rank):
+        self.model = DDP(self.model, device_ids=[local_rank])
+
+
+def pretrain_then_finetune(net, local_rank, path):
+    pretrain = Learner(net)
+    pretrain.save_state(path)  # never wrapped: bare keys
+    learner = Learner(net)
+    learner.wrap_ddp(local_rank)

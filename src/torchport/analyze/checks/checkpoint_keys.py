@@ -228,7 +228,14 @@ def _wrapped_at_save(
     if key.startswith("self."):
         cls = a.class_of(owner) if owner is not None else None
         return next(
-            (w for w in found if cls is not None and a.class_of(a.function_of(w) or w) is cls), None
+            (
+                w
+                for w in found
+                if cls is not None
+                and a.class_of(a.function_of(w) or w) is cls
+                and _wrapped_before_saving(a, a.function_of(w), owner)
+            ),
+            None,
         )
     assert isinstance(model, ast.Name)
     last = assigned_value(a, model, save.lineno)
@@ -238,6 +245,27 @@ def _wrapped_at_save(
     if owner is None or not _passed_wrapped(a, owner, key, wraps):
         return None
     return found[0]
+
+
+def _wrapped_before_saving(a: Analysis, wrapper: Func | None, saver: Func | None) -> bool:
+    """Whether an attribute wrapped in method ``wrapper`` can be wrapped when method ``saver``
+    saves it. Wrapped in ``__init__`` or in the saving method itself: always. Wrapped in a
+    method of its own (``wrap_ddp()``): only if some call of ``saver`` in the file follows a
+    call of ``wrapper`` on the same object in the same function, or the file never calls
+    ``saver`` (then nothing says otherwise)."""
+    if wrapper is None or saver is None or wrapper is saver or wrapper.name == "__init__":
+        return True
+    saves = list(a.method_calls(saver.name))
+    if not saves:
+        return True
+    wraps = list(a.method_calls(wrapper.name))
+    return any(
+        a.function_of(w) is a.function_of(call)
+        and w.lineno < call.lineno
+        and a.text(wf.value) == a.text(func.value)
+        for call, func in saves
+        for w, wf in wraps
+    )
 
 
 def _passed_wrapped(

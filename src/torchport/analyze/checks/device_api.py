@@ -6,11 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.edits import ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
 from torchport.analyze.walk import descendants
-from torchport.findings import Finding, Fix, Safety
+from torchport.findings import Finding, Fix, Safety, Severity
 from torchport.rules import device_api as R
 
 
@@ -176,7 +176,27 @@ def legacy_tensor_constructor(a: Analysis) -> Iterator[Finding]:
             "dtype=..., device=...)` or a factory with `device=`",
             a.loc(call),
             fix,
+            # its tensor follows the module or the device: the old spelling is all that is left
+            severity=Severity.INFO if dtype and _follows_the_device(a, call) else None,
         )
+
+
+def _follows_the_device(a: Analysis, call: ast.Call) -> bool:
+    """``register_buffer("idx", torch.LongTensor(i).view(n, n))``, ``nn.Parameter(...)``,
+    ``torch.LongTensor(i).to(device)``: the tensor is moved with its module or at once."""
+    node: ast.AST = call
+    parent = a.parents.get(node)
+    while isinstance(parent, ast.Attribute) and isinstance(a.parents.get(parent), ast.Call):
+        if parent.attr in ("to", "cuda"):
+            return True
+        node = a.parents[parent]  # a method of the result: `.view(n, n)`, `.long()`
+        parent = a.parents.get(node)
+    if not isinstance(parent, ast.Call) or node not in parent.args:
+        return False
+    return last_name(parent.func) == "register_buffer" or a.qualname(parent.func) in (
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+    )
 
 
 @detector(R.SetDefaultTensorType)

@@ -259,8 +259,11 @@ def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name 
 
 
 def _collected_into(a: Analysis, read: ast.Name | None) -> str | None:
-    """``holder`` when ``read`` is the argument of ``holder.append(read)`` (or ``extend``)."""
+    """``holder`` when ``read`` is the argument of ``holder.append(read)`` (or ``extend``),
+    alone or in a tuple or list (``pending.append((preds, labels))``)."""
     call = a.parents.get(read) if read is not None else None
+    while isinstance(call, ast.Tuple | ast.List):
+        call = a.parents.get(call)
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
         return None
     holder = call.func.value
