@@ -101,3 +101,28 @@ def test_sarif_carries_the_related_location(
     [result] = json.loads(capsys.readouterr().out)["runs"][0]["results"]
     [related] = result["relatedLocations"]
     assert related["physicalLocation"]["region"]["startLine"] == 7
+
+
+def test_a_sampler_without_set_epoch_points_at_the_epoch_loop() -> None:
+    from torchport.analyze.engine import analyze
+
+    source = textwrap.dedent(
+        """\
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+
+
+        def build(ds):
+            sampler = DistributedSampler(ds, shuffle=True)
+            return DataLoader(ds, sampler=sampler)
+
+
+        def main(ds, train):
+            loader = build(ds)
+            for epoch in range(10):
+                train(loader)
+        """
+    )
+    [found] = [f for f in analyze(source, "t.py", lambda c: True) if f.code == "TP403"]
+    assert found.location is not None and found.location.line == 6
+    assert [r.line for r in found.related] == [12]

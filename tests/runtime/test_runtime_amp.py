@@ -275,6 +275,20 @@ def test_backward_inside_autocast_names_where_the_region_was_entered() -> None:
     assert found and all(_line("entered here") in [r.line for r in f.related] for f in found)
 
 
+def test_float16_autocast_without_a_scaler_names_where_the_autocast_was_made() -> None:
+    with watch("cuda") as w:
+        model, opt = _setup()
+        ctx = torch.autocast("cuda", dtype=torch.float16)  # made before the loop
+        for _ in range(2):
+            with ctx:  # entered at every step
+                loss = model(torch.randn(4, 6, device="cuda")).float().sum()
+            loss.backward()
+            opt.step()
+    [found] = [f for f in w.findings if f.code == "TP312"]
+    assert found.location is not None and found.location.line == _line("entered at every step")
+    assert [r.line for r in found.related] == [_line("made before the loop")]
+
+
 def test_the_patches_are_removed_after_the_watch() -> None:
     originals = (torch.amp.GradScaler.step, torch.autograd.backward, nn.utils.clip_grad_norm_)
     with watch("cuda"):

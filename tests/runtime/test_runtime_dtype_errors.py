@@ -105,6 +105,19 @@ def test_float32_input_to_float16_weights_is_reported_with_both_dtypes() -> None
     assert "float32" in found.message and "float16" in found.message
 
 
+def test_a_float32_cache_joined_with_float16_keys_is_named_where_it_was_made() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        keys = torch.zeros(2, 3, 0, 4, device="cuda")  # the cache, float32 by default
+        k = torch.randn(2, 3, 1, 4, device="cuda").half()
+        keys = torch.cat([keys, k], dim=2)  # float32: the widest of the two
+        q = torch.randn(2, 3, 1, 4, device="cuda").half()
+        q @ keys.transpose(-1, -2)  # fails here
+    [found] = _dtype_errors(w)
+    assert found.location is not None and found.location.line == _line("# fails here")
+    assert [r.line for r in found.related] == [_line("# the cache, float32 by default")]
+    assert "then torch.cat with 2 dtypes" in found.message
+
+
 def _probabilities() -> tuple[torch.Tensor, torch.Tensor]:
     model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Sigmoid()).to("cuda")
     return model(torch.randn(4, 3, device="cuda")), torch.rand(4, 1, device="cuda")

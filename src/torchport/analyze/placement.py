@@ -108,15 +108,21 @@ class Placement:
         if origin in self.decided:
             return self.decided[origin]
         if origin.kind is OKind.MODEL:
+            moves = self.interp.events.placed.get(origin)
             if origin.parent is not None:
-                return self.place(origin.parent)
+                # moved with the module that holds it, and by its own moves: a model moved
+                # before an EMA wrapper deep-copies it stays on the device, the wrapper unmoved
+                held = self.place(origin.parent)
+                if not moves:
+                    return held
+                own = _join(self.place(m) for m in moves)
+                return own if held is Place.HOST else held.join(own)
             if (
                 self.mode is Mode.PORT
                 and not self.aware
                 and Role.DATA not in self.roles_of(origin.func)
             ):
                 return Place.DEVICE  # the port puts every module on the device
-            moves = self.interp.events.placed.get(origin)
             return _join(self.place(m) for m in moves) if moves else Place.HOST
         if origin.kind is OKind.STATE:
             if self.mode is Mode.PORT and not self.aware:

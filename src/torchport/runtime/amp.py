@@ -91,7 +91,9 @@ class AmpMonitor:
         self._scalers: weakref.WeakKeyDictionary[Any, _ScalerState] = weakref.WeakKeyDictionary()
         # Enabled autocast regions entered with grad on since the last backward or optimizer
         # step, by site (a loop enters the same region each step).
-        self._regions: dict[Site | None, torch.dtype] = {}
+        self._regions: dict[Site | None, tuple[torch.dtype, Site | None]] = {}
+        # where each autocast object was made (`ctx = torch.autocast(...)` before the loop)
+        self._made: weakref.WeakKeyDictionary[Any, Site] = weakref.WeakKeyDictionary()
         # No check runs on backward, clipping or optimizer steps until the program has entered
         # an autocast region or made an enabled scaler: an fp32 loop pays two attribute reads.
         self._amp_seen = False
@@ -112,6 +114,7 @@ class AmpMonitor:
         self._patches.wrap(scaler, "unscale_", self._unscale)
         self._patches.wrap(scaler, "step", self._scaler_step)
         self._patches.wrap(scaler, "update", self._update)
+        self._patches.wrap(autocast_mode.autocast, "__init__", self._autocast_init)
         self._patches.wrap(autocast_mode.autocast, "__enter__", self._autocast_enter)
         self._patches.wrap(autocast_mode.autocast, "__exit__", self._autocast_exit)
         self._patches.wrap(torch.autograd, "backward", self._backward)
@@ -201,7 +204,7 @@ class AmpMonitor:
         state = self._state(scaler)
         if state is None:
             return
-        for site, dtype in self._regions.items():
+        for site, (dtype, made) in self._regions.items():
             if dtype == torch.bfloat16:
                 self._report(
                     GradScalerWithBfloat16,
@@ -210,6 +213,7 @@ class AmpMonitor:
                     site,
                     "drop the GradScaler (call loss.backward() and optimizer.step()), or "
                     "create it with enabled=False for bfloat16",
+                    related=made,
                 )
         site = user_site("scaler.scale")
         for tensor in _tensors(scaled):
@@ -328,6 +332,15 @@ class AmpMonitor:
             self._scalers[scaler] = _ScalerState()
 
     # --- autocast, backward, clipping, optimizer steps -----------------------------------------
+    def _autocast_init(self, original: Callable[..., None], region: Any, *a: Any, **k: Any) -> None:
+        original(region, *a, **k)
+        self._guarded("noting an autocast", lambda: self._note_made(region))
+
+    def _note_made(self, region: Any) -> None:
+        site = user_site("torch.autocast")
+        if site is not None:
+            self._made[region] = site
+
     def _autocast_enter(self, original: Callable[..., Any], region: Any) -> Any:
         entered = original(region)
         self._guarded("noting an autocast region", lambda: self._note_region(region))
@@ -345,7 +358,7 @@ class AmpMonitor:
         self._amp_seen = self._amp_seen or enabled
         dtype = getattr(region, "fast_dtype", None)
         if enabled and torch.is_grad_enabled() and isinstance(dtype, torch.dtype):
-            self._regions[user_site("torch.autocast")] = dtype
+            self._regions[user_site("torch.autocast")] = (dtype, self._made.get(region))
 
     def _backward(self, original: Callable[..., None], tensors: Any, *a: Any, **k: Any) -> None:
         if self._amp_seen:
@@ -384,7 +397,7 @@ class AmpMonitor:
         return reached
 
     def _check_unscaled_float16(self) -> None:
-        for site, dtype in self._regions.items():
+        for site, (dtype, made) in self._regions.items():
             if dtype == torch.float16:
                 self._report(
                     Float16AutocastWithoutScaler,
@@ -394,6 +407,7 @@ class AmpMonitor:
                     'scale the loss: scaler = torch.amp.GradScaler("cuda"); '
                     "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update() "
                     "(or autocast to bfloat16, which needs no scaler)",
+                    related=made,
                 )
 
     def _clip(self, original: Callable[..., Any], *a: Any, **k: Any) -> Any:

@@ -162,7 +162,7 @@ class Explainer:
             m
             for t in chosen
             for m in (
-                self._provenance.get(t),
+                self._made(t),
                 # a view of a module's tensor (`self.token.expand(b, -1, -1)`) is held there too
                 self.state_sites.site_of(_viewed(t), stack),
                 self.state_sites.made_at(_viewed(t), stack),
@@ -225,13 +225,18 @@ class Explainer:
         owner = self._owner(tensor)
         if owner:
             return owner
-        site = self._provenance.get(tensor)
+        site = self._made(tensor)
         made = f"created at {site} by {site.call}" if site is not None else ""
         copied = self._provenance.copied_at(tensor) if tensor.device.type == "cpu" else None
         if copied is not None:
             made = f"{made}; " if made else ""
             return f"{made}copied to the device at {copied}, a copy that was not kept"
         return made or "computed by an earlier op"
+
+    def _made(self, tensor: torch.Tensor) -> Site | None:
+        """Where the program made ``tensor``, or the tensor it is a view of (`k.transpose()`)."""
+        site = self._provenance.get(tensor)
+        return site if site is not None else self._provenance.get(_viewed(tensor))
 
     def _owner(self, tensor: torch.Tensor) -> str:
         """'parameter model.fc.weight', 'buffer …' or 'plain tensor attribute …' when it is one."""

@@ -74,6 +74,9 @@ _PROMOTING = {
     T.__radd__, T.__rsub__, T.__rmul__, T.__truediv__, T.__rtruediv__,
 }  # fmt: skip
 _FLOATS = {torch.float32, torch.float64}
+# Joining ops whose result takes the widest dtype of a list: a float32 cache concatenated with
+# float16 keys hands float32 on (a later dtype error then names where the cache was made).
+_JOINING = {torch.cat, torch.concat, torch.concatenate, torch.stack}
 # Module.to's argument parser: it makes nothing, and its ``device=`` keyword must reach it as
 # given (routed as a factory's, the simulated device became the CPU: model.to(device=...)).
 _PARSE_TO = torch._C._nn._parse_to
@@ -193,6 +196,8 @@ class Observer(TorchFunctionMode):
             handler = self._sync
         elif func in _PROMOTING:
             handler = self._promoting
+        elif func in _JOINING:
+            handler = self._joining
         else:
             handler = self.transfers.handler_for(func) or self._op
             if handler == self._op and self.sim is not None and simhost.is_composite(func):
@@ -508,6 +513,32 @@ class Observer(TorchFunctionMode):
             ):  # fmt: skip
                 self._promotion(func, a if a.dtype == torch.float64 else b)
         return self._op(func, args, kwargs)
+
+    def _joining(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        out = self._op(func, args, kwargs)
+        parts = args[0] if args else kwargs.get("tensors")
+        if isinstance(out, torch.Tensor):
+            try:
+                self._widened(func, parts, out)
+            except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
+                self.internal("following a widening join", internal)
+        return out
+
+    def _widened(self, func: Any, parts: Any, out: torch.Tensor) -> None:
+        """The result of joining tensors of two float dtypes keeps the origin of the part
+        that gave it its dtype (when the program made that part and the result has none)."""
+        if not isinstance(parts, list | tuple) or not out.is_floating_point():
+            return
+        dtypes = {p.dtype for p in parts if isinstance(p, torch.Tensor)}
+        if len(dtypes) < 2 or self.provenance.get(out) is not None:
+            return
+        for part in parts:
+            if isinstance(part, torch.Tensor) and part.dtype == out.dtype:
+                site = self.provenance.get(part)
+                if site is not None:
+                    through = f"{site.call}, then {call_name(func)} with {len(dtypes)} dtypes"
+                    self.provenance.record(out, Site(site.path, site.line, through))
+                    return
 
     def _promotion(self, func: Any, wide: torch.Tensor) -> None:
         site = user_site(call_name(func))

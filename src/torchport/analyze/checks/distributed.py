@@ -102,7 +102,20 @@ def sampler_without_set_epoch(a: Analysis) -> Iterator[Finding]:
             f"`{name or 'sampler'}.set_epoch(epoch)` at the start of each epoch",
             a.loc(call),
             Fix("call `sampler.set_epoch(epoch)` each epoch"),
+            related=tuple(a.loc(loop) for loop in _epoch_loops(a)),
         )
+
+
+def _epoch_loops(a: Analysis) -> list[ast.For]:
+    """``for epoch in range(...)``: where ``set_epoch`` belongs (the first two of the file)."""
+    loops = [
+        loop
+        for loop in a.of_type(ast.For)
+        if isinstance(loop, ast.For)
+        and isinstance(loop.target, ast.Name)
+        and "epoch" in loop.target.id.lower()
+    ]
+    return loops[:2]
 
 
 def _aliases(name: str, loaders: dict[str, list[str]]) -> set[str]:

@@ -320,9 +320,11 @@ def _module_class(q: str) -> bool:
 def _module_ctor(c: Invocation, q: str) -> Val:
     short = q.rsplit(".", 1)[-1]
     first = c.args[0][1] if c.args else None
-    if q in V.WRAPPERS and first is not None and first.kind is Kind.MODULE:
+    if q in V.WRAPPERS:
         # a wrapper runs the module where the module is: to placement it is the same module
-        return Val(Kind.MODULE, first.origins, ref=first.ref, qual=q)
+        if first is not None and first.kind is Kind.MODULE:
+            return Val(Kind.MODULE, first.origins, ref=first.ref, qual=q)
+        return Val(Kind.MODULE, qual=q)  # of a module not followed: it makes no parameters
     made = c.origin(OKind.MODEL, Place.HOST, f"`{short}(...)` at {c.where()}")
     for _, value in c.everything:
         for inner in [value, *(value.parts or ()), *([value.item] if value.item else [])]:

@@ -57,7 +57,7 @@ PASS_THROUGH = frozenset(
     {"torch.compile", "torch.jit.script", "torch.jit.trace", "copy.deepcopy", "copy.copy",
      "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter", "builtins.reversed",
      "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm",
-     "torch.nn.utils.parametrizations.weight_norm"}
+     "torch.nn.utils.parametrizations.weight_norm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"}
 )  # fmt: skip
 GRAD_SCALERS = frozenset(K.GRAD_SCALERS | {"torch.cpu.amp.GradScaler"})
 # Wrappers that run a module where the module is.
