@@ -289,6 +289,19 @@ def test_float16_autocast_without_a_scaler_names_where_the_autocast_was_made() -
     assert [r.line for r in found.related] == [_line("made before the loop")]
 
 
+def test_a_scaler_over_bfloat16_autocast_names_where_the_scaler_was_made() -> None:
+    with watch("cuda") as w:
+        model, opt = _setup()
+        scaler = torch.amp.GradScaler("cuda")  # the scaler bfloat16 does not need
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(torch.randn(4, 6, device="cuda")).float().sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    [found] = [f for f in w.findings if f.code == "TP308"]
+    assert _line("the scaler bfloat16 does not need") in [r.line for r in found.related]
+
+
 def test_the_patches_are_removed_after_the_watch() -> None:
     originals = (torch.amp.GradScaler.step, torch.autograd.backward, nn.utils.clip_grad_norm_)
     with watch("cuda"):

@@ -80,3 +80,24 @@ def test_frozen_float16_parameters_are_not_reported() -> None:
             loss.backward()
             optimizer.step()
     assert [f for f in w.findings if f.code == "TP356"] == []
+
+
+def test_a_step_on_state_loaded_before_the_model_moved_names_the_load() -> None:
+    trained = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(trained.parameters())
+    _train_on_host(trained, optimizer)
+    state = optimizer.state_dict()
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        model = torch.nn.Linear(4, 2)
+        resumed = torch.optim.Adam(model.parameters())
+        resumed.load_state_dict(state)  # loaded while the model is on the CPU
+        model.to("cuda")
+        _train(model, resumed, torch.float32)
+    [found] = [f for f in w.findings if f.code == "TP150"]
+    assert _line("# loaded while the model is on the CPU") in [r.line for r in found.related]
+    assert "optimizer state loaded at" in found.message
+
+
+def _train_on_host(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    model(torch.randn(8, 4)).pow(2).mean().backward()
+    optimizer.step()

@@ -94,6 +94,7 @@ class AmpMonitor:
         self._regions: dict[Site | None, tuple[torch.dtype, Site | None]] = {}
         # where each autocast object was made (`ctx = torch.autocast(...)` before the loop)
         self._made: weakref.WeakKeyDictionary[Any, Site] = weakref.WeakKeyDictionary()
+        self._scaler_made: weakref.WeakKeyDictionary[Any, Site] = weakref.WeakKeyDictionary()
         # No check runs on backward, clipping or optimizer steps until the program has entered
         # an autocast region or made an enabled scaler: an fp32 loop pays two attribute reads.
         self._amp_seen = False
@@ -144,12 +145,12 @@ class AmpMonitor:
         message: str,
         site: Site | None,
         fix: str,
-        related: Site | None = None,
+        related: tuple[Site | None, ...] = (),
     ) -> None:
         location = None if site is None else site.location()
         # a step helper of the user's (`self._clip()` in the loop): the line that called it
         caller = user_caller() if site is not None else None
-        places = {s.location() for s in (caller, related) if s is not None and s != site}
+        places = {s.location() for s in (caller, *related) if s is not None and s != site}
         self._observer.add(
             rule.finding(
                 message,
@@ -177,7 +178,13 @@ class AmpMonitor:
     # --- GradScaler -----------------------------------------------------------------------------
     def _scaler_init(self, original: Callable[..., None], scaler: Any, *a: Any, **k: Any) -> None:
         original(scaler, *a, **k)
-        self._guarded("noting a GradScaler", lambda: self._deprecated(scaler, "GradScaler"))
+        self._guarded("noting a GradScaler", lambda: self._note_scaler(scaler))
+
+    def _note_scaler(self, scaler: Any) -> None:
+        self._deprecated(scaler, "GradScaler")
+        site = user_site("GradScaler")
+        if site is not None:
+            self._scaler_made[scaler] = site
 
     def _deprecated(self, obj: Any, kind: str) -> None:
         module = type(obj).__module__
@@ -213,7 +220,7 @@ class AmpMonitor:
                     site,
                     "drop the GradScaler (call loss.backward() and optimizer.step()), or "
                     "create it with enabled=False for bfloat16",
-                    related=made,
+                    related=(made, self._scaler_made.get(scaler)),
                 )
         site = user_site("scaler.scale")
         for tensor in _tensors(scaled):
@@ -375,7 +382,7 @@ class AmpMonitor:
                 + ": its ops would run in the precision autocast picked for the forward pass",
                 user_site("backward"),
                 "leave the `with torch.autocast(...)` block before calling backward()",
-                related=opened,
+                related=(opened,),
             )
         roots = [t for t in _tensors(tensors) if t.grad_fn is not None]
         scaled = self._mark_scaled(roots)
@@ -407,7 +414,7 @@ class AmpMonitor:
                     'scale the loss: scaler = torch.amp.GradScaler("cuda"); '
                     "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update() "
                     "(or autocast to bfloat16, which needs no scaler)",
-                    related=made,
+                    related=(made,),
                 )
 
     def _clip(self, original: Callable[..., Any], *a: Any, **k: Any) -> Any:

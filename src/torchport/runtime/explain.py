@@ -17,6 +17,7 @@ from torchport.rules.device import CpuGeneratorForDeviceTensor, TensorsOnDiffere
 from torchport.rules.dtype import DtypeErrorAtRunTime
 from torchport.runtime import holders
 from torchport.runtime.modules import ModuleTracker, StateSites, weight_device
+from torchport.runtime.optimizers import OptimizerSites
 from torchport.runtime.sites import Provenance, Site, call_name
 
 _DEVICE_WORDS = ("same device", "device type", "different device", "on device")
@@ -92,6 +93,7 @@ class Explainer:
         self._provenance = provenance
         self._tracker = tracker
         self.state_sites = StateSites()
+        self.optimizer_sites = OptimizerSites()
 
     def explain(
         self,
@@ -163,6 +165,7 @@ class Explainer:
             for t in chosen
             for m in (
                 self._made(t),
+                self.optimizer_sites.loaded_at(t),
                 # a view of a module's tensor (`self.token.expand(b, -1, -1)`) is held there too
                 self.state_sites.site_of(_viewed(t), stack),
                 self.state_sites.made_at(_viewed(t), stack),
@@ -227,6 +230,9 @@ class Explainer:
             return owner
         site = self._made(tensor)
         made = f"created at {site} by {site.call}" if site is not None else ""
+        loaded = self.optimizer_sites.loaded_at(tensor) if site is None else None
+        if loaded is not None:
+            made = f"optimizer state loaded at {loaded}, on its parameters' device at that time"
         copied = self._provenance.copied_at(tensor) if tensor.device.type == "cpu" else None
         if copied is not None:
             made = f"{made}; " if made else ""

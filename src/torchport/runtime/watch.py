@@ -97,6 +97,8 @@ class watch:
         loaders = LoaderTimer(observer)
         amp, apis, samplers = AmpMonitor(observer), ApiMonitor(observer), SamplerMonitor(observer)
         optimizers = OptimizerPrecision(observer, amp)
+        optimizer_sites = observer.explainer.optimizer_sites
+        optimizer_sites.on_internal_error = observer.internal
         steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
         if sim is not None:
             sim._on_sync = observer.on_sync
@@ -110,6 +112,7 @@ class watch:
             (warnings_at_user_line.install, warnings_at_user_line.remove),
             (tracker.install, tracker.remove),
             (observer.explainer.state_sites.install, observer.explainer.state_sites.remove),
+            (optimizer_sites.install, optimizer_sites.remove),
             (amp.install, amp.remove),
             (optimizers.install, optimizers.remove),
             (apis.install, apis.remove),
