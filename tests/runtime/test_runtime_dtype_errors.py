@@ -76,6 +76,15 @@ def test_whole_numbers_a_bfloat16_cast_rounds_are_reported_at_the_cast() -> None
     assert "998 becomes 1000" in found.message
 
 
+def test_positions_cast_with_type_as_to_a_float16_buffer_are_reported() -> None:
+    with watch("cuda") as w:
+        inv_freq = torch.rand(8, device="cuda").half()
+        seq = torch.arange(3000, device="cuda").type_as(inv_freq)  # 2049 becomes 2048
+    assert seq.dtype == torch.float16
+    [found] = [f for f in w.findings if f.code == "TP355"]
+    assert found.location is not None and found.location.line == _line("# 2049 becomes 2048")
+
+
 def test_a_long_bfloat16_arange_is_reported_and_a_short_one_is_not() -> None:
     with watch("cuda") as w:
         torch.arange(100, device="cuda", dtype=torch.bfloat16)

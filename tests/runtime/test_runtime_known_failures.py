@@ -88,3 +88,29 @@ def test_an_error_raised_below_the_observers_own_frame_counts_as_torchs(
         site = Site(__file__, 1)
         found = known_failures.failure_on_the_device(exc, site, [])
     assert found is not None and found.code == "TP152"
+
+
+def test_a_host_tensor_all_reduced_over_simulated_nccl_fails_as_on_a_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch.distributed as dist
+
+    for name, value in {
+        "RANK": "0", "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29900 + os.getpid() % 90),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    refused = pytest.raises(RuntimeError, match="No backend type associated with device type cpu")
+    with refused, watch("cuda") as w:
+        dist.init_process_group("nccl")  # gloo under the simulation, checked as NCCL
+        try:
+            loss = torch.ones((), device="cuda")
+            dist.all_reduce(loss)  # on the device: fine
+            auc = torch.tensor(0.75)  # made on the host
+            dist.all_reduce(auc)  # refused here
+        finally:
+            dist.destroy_process_group()
+    [found] = w.findings
+    assert found.code == "TP152"
+    assert found.location is not None and found.location.line == _line("# refused here")
+    assert [r.line for r in found.related] == [_line("# made on the host")]

@@ -36,7 +36,7 @@ T = torch.Tensor
 FLOAT16_MAX = 65504.0
 # The largest N such that every whole number up to N is exact in the dtype.
 EXACT_WHOLE = {torch.bfloat16: 256, torch.float16: 2048}
-CASTS = {T.to, T.half, T.bfloat16, T.type}
+CASTS = {T.to, T.half, T.bfloat16, T.type, T.type_as}
 _SMALL = 4096  # timesteps and positions are small; activations are not read
 
 

@@ -76,6 +76,7 @@ def failure_on_the_device(
         f"on the device the program stops here: {type(exc).__name__}: {message}",
         site.location(),
         Fix("the error names what the device needs; fix this line or the value it is given"),
+        related=getattr(exc, "_torchport_related", ()),
     )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
+from torchport.runtime.simdevices import device_error
 from torchport.runtime.simtensor import plain, to_simulated
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
 
                 say_once("NCCL (the process group runs on gloo)")
                 kwargs["backend"] = "gloo"
+                simulation.nccl = True
             device_id = kwargs.get("device_id")
             if device_id is not None and simulation.resolve(device_id) is not None:
                 kwargs["device_id"] = None  # gloo binds no CUDA device
@@ -80,7 +82,46 @@ def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     return [
         (dist, "init_process_group", on_gloo(original_init)),
         (dist, "new_group", on_gloo(dist.new_group)),
+        *((dist, name, _device_only(simulation, getattr(dist, name))) for name in _COLLECTIVES),
     ]
+
+
+# The collectives NCCL runs only on CUDA tensors (gloo, standing in for it, takes host ones).
+_COLLECTIVES = (
+    "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+    "reduce_scatter_tensor", "all_to_all_single",
+)  # fmt: skip
+
+
+def _device_only(simulation: Simulation, collective: F) -> F:
+    """``collective`` failing as NCCL does for a host tensor, once the program asked for NCCL
+    (a metric made with ``torch.tensor(auc)`` and all-reduced: fine on gloo, not on a GPU)."""
+
+    @functools.wraps(collective)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if simulation.nccl:
+            for tensor in _tensors(args, kwargs):
+                if type(tensor) is torch.Tensor:  # not a SimTensor: on the host
+                    raise _host_tensor(simulation, collective.__name__, tensor)
+        return collective(*args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
+
+def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    values = [*args, *kwargs.values()]
+    flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
+    return [v for v in flat if isinstance(v, torch.Tensor)]
+
+
+def _host_tensor(simulation: Simulation, name: str, tensor: torch.Tensor) -> Exception:
+    error = device_error(
+        f"No backend type associated with device type cpu: NCCL's {name} takes only tensors "
+        f"on the GPU, and this one (shape {tuple(tensor.shape)}) is on the CPU"
+    )
+    made = simulation.made_at(tensor)
+    error._torchport_related = () if made is None else (made,)  # type: ignore[attr-defined]
+    return error
 
 
 def _kernel(function: F) -> F:

@@ -20,6 +20,7 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
+from torchport.findings import Location
 from torchport.runtime import simgenerator, simkernels
 from torchport.runtime.simdevices import device_error
 from torchport.runtime.simload import save_load_patches
@@ -111,6 +112,9 @@ class Simulation:
         self._future_flag = False
         self.unsupported: list[str] = []
         self.uses = 0  # how often `resolve` named a simulated device
+        self.nccl = False  # the program asked for NCCL (run on gloo here)
+        # where the program made a tensor (the observer's provenance, set by the watch)
+        self.made_at: Callable[[torch.Tensor], Location | None] = lambda tensor: None
 
     def on_sync(self, what: str) -> None:
         if self._on_sync is not None:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from torchport.findings import Finding, Report
+from torchport.findings import Finding, Location, Report
 from torchport.rules import matches
 from torchport.runtime import checks, known_failures
 from torchport.runtime.amp import AmpMonitor
@@ -102,6 +102,7 @@ class watch:
         steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
         if sim is not None:
             sim._on_sync = observer.on_sync
+            sim.made_at = functools.partial(_made_at, provenance)
             steps.append((sim.install, sim.restore))
             steps.append((lambda: _patch_thread_start(observer), _unpatch_thread_start))
         elif accelerator == "cuda":
@@ -179,6 +180,11 @@ class watch:
 
 
 _ORIGINAL_SYNCHRONIZE: list[Callable[..., None]] = []
+
+
+def _made_at(provenance: Provenance, tensor: torch.Tensor) -> Location | None:
+    site = provenance.get(tensor)
+    return None if site is None else site.location()
 
 
 def _patch_synchronize(observer: Observer) -> None:

@@ -20,3 +20,10 @@ def throughput(net, batches, device):
     for batch in batches:
         net(batch.to(device))
     return len(batches) / (time.time() - begin)
+
+
+def benchmark_op(fn, iters=10):
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - start) / iters

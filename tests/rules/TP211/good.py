@@ -31,3 +31,27 @@ def loading_time(loader, device):
     start = time.perf_counter()
     batches = [x.to(device) for x, _ in loader]  # no model: host work
     return batches, time.perf_counter() - start
+
+
+class OpTimer:
+    def __init__(self, device):
+        self.device = device
+
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def time_op(self, fn, iters=10):
+        self._sync()
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        self._sync()  # a helper that waits
+        return (time.perf_counter() - start) / iters
+
+
+def time_loader(make_batches):
+    start = time.perf_counter()
+    make_batches()
+    torch.cuda.synchronize()
+    return time.perf_counter() - start

@@ -211,8 +211,8 @@ def timing_without_synchronize(a: Analysis) -> Iterator[Finding]:
             begin = starts[start.id]
             between = [n for n in nodes if begin < getattr(n, "lineno", 0) <= node.lineno]
             calls = [n for n in between if isinstance(n, ast.Call)]
-            model = next((c for c in calls if looks_like_model_call(a, c)), None)
-            if model is None or any(last_name(c.func) in _WAITS for c in calls):
+            model = next((c for c in calls if _timed_work(a, c, owner)), None)
+            if model is None or any(_waits(a, c) for c in calls):
                 continue
             yield R.TimingWithoutSynchronize.finding(
                 f"`{a.name(end)}` reads the clock after `{a.name(model)}` (line {model.lineno}) "
@@ -225,6 +225,35 @@ def timing_without_synchronize(a: Analysis) -> Iterator[Finding]:
                 ),
                 related=(a.loc(model),),
             )
+
+
+def _waits(a: Analysis, call: ast.Call) -> bool:
+    """``torch.cuda.synchronize()``, ``.item()``…, or a helper of the file that calls one
+    (``self._sync()``)."""
+    if last_name(call.func) in _WAITS:
+        return True
+    helper = a.own_callee(call)
+    return helper is not None and any(
+        isinstance(n, ast.Call) and last_name(n.func) in _WAITS for n in walk_local(helper)
+    )
+
+
+_TIMING_WORDS = ("time", "bench", "measure", "profile", "latency", "throughput", "speed")
+
+
+def _timed_work(a: Analysis, call: ast.Call, owner: ast.AST) -> bool:
+    """A model call, or in a timing helper (``def time_op(fn)``, ``benchmark(step)``) a call
+    of the callable it was given: the work a benchmark of GPU code times."""
+    if looks_like_model_call(a, call):
+        return True
+    if not isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    if not any(word in owner.name.lower() for word in _TIMING_WORDS):
+        return False
+    params = {
+        arg.arg for arg in (*owner.args.posonlyargs, *owner.args.args, *owner.args.kwonlyargs)
+    }
+    return isinstance(call.func, ast.Name) and call.func.id in params
 
 
 def _is_clock(a: Analysis, node: ast.expr) -> bool:
