@@ -114,3 +114,17 @@ def test_a_host_tensor_all_reduced_over_simulated_nccl_fails_as_on_a_gpu(
     assert found.code == "TP152"
     assert found.location is not None and found.location.line == _line("# refused here")
     assert [r.line for r in found.related] == [_line("# made on the host")]
+
+
+@pytest.mark.parametrize("wrapped_side", ["model", "checkpoint"])
+def test_a_module_prefix_mismatch_on_loading_is_reported_as_tp417(wrapped_side: str) -> None:
+    bare = nn.Linear(3, 2)
+    wrapped = nn.DataParallel(nn.Linear(3, 2))
+    saved = (bare if wrapped_side == "model" else wrapped).state_dict()
+    target = wrapped if wrapped_side == "model" else bare
+    with pytest.raises(RuntimeError, match="module"), watch("cuda") as w:
+        target.load_state_dict(saved)  # fails on the prefix
+    [found] = [f for f in w.findings if f.code == "TP417"]
+    assert found.location is not None and found.location.line == _line("# fails on the prefix")
+    into = "into `model.module`" if wrapped_side == "model" else "strip the prefix"
+    assert found.fix is not None and into in found.fix.title

@@ -36,6 +36,7 @@ _RULE_MODULES = (
     "distributed",
     "collectives",
     "optimizers",
+    "checkpoints",
     "environment",
     "build",
 )

@@ -13,6 +13,7 @@ import traceback
 import torch
 
 from torchport.findings import Finding, Fix, Location
+from torchport.rules.checkpoints import StateDictPrefixMismatch
 from torchport.rules.device_ops import FailsOnTheDevice
 from torchport.rules.distributed import WrappedBeforeMoved
 from torchport.runtime.failure import StrictFindingError
@@ -32,16 +33,43 @@ _KNOWN = (
 )
 
 
+# torch's words for keys that differ only by a wrapper's `module.` prefix
+_PREFIXED = re.compile(r'(Missing|Unexpected) key\(s\) in state_dict: "module\.')
+_LOADING_INTO = re.compile(r"Error\(s\) in loading state_dict for (\w+)")
+
+
 def finding_for(exc: BaseException, site: Site | None) -> Finding | None:
     """The finding the program's final error stands for, when it is one of the known ones."""
     text = str(exc)
+    if site is None:
+        return None
     for words, what, fix in _KNOWN:
-        if words in text and site is not None:
+        if words in text:
             return WrappedBeforeMoved.finding(
                 f"{what}: the wrapper reads where the module is when it is made",
                 site.location(),
                 Fix(fix),
             )
+    loading, prefixed = _LOADING_INTO.search(text), _PREFIXED.search(text)
+    if loading is not None and prefixed is not None:
+        into_wrapper = prefixed.group(1) == "Missing"
+        return StateDictPrefixMismatch.finding(
+            f"load_state_dict into {loading.group(1)} fails on the `module.` prefix: "
+            + (
+                "the wrapper's keys carry it and the checkpoint, saved from the bare model, "
+                "does not"
+                if into_wrapper
+                else "the checkpoint was saved from a DataParallel/DDP wrapper and the model "
+                "loading it is bare"
+            ),
+            site.location(),
+            Fix(
+                "load into `model.module` when the model is wrapped"
+                if into_wrapper
+                else "save `model.module.state_dict()`, or strip the prefix with "
+                '`{k.removeprefix("module."): v for k, v in state.items()}`'
+            ),
+        )
     return None
 
 
