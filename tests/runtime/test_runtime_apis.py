@@ -370,3 +370,32 @@ def test_a_device_error_names_the_copy_to_the_device_that_was_not_kept() -> None
     [finding] = [f for f in w.findings if f.code == "TP150"]
     assert _line("result discarded") in {r.line for r in finding.related}
     assert "a copy that was not kept" in finding.message
+
+
+class _PositionalTable(nn.Module):
+    def __init__(self, buffer: bool) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        table = torch.randn(1, 4)
+        if buffer:
+            self.register_buffer("table", table, persistent=False)
+        else:
+            self.table = table  # a plain attribute: model.to() leaves it
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x) + self.table.to(x.device)  # copied at every forward
+
+
+@pytest.mark.parametrize("buffer", [False, True])
+def test_a_plain_tensor_attribute_copied_in_every_forward_is_tp104(buffer: bool) -> None:
+    with watch("cuda") as w:
+        model = _PositionalTable(buffer).to("cuda")
+        for _ in range(4):
+            model(torch.randn(2, 4, device="cuda"))
+    found = [f for f in w.findings if f.code == "TP104"]
+    if buffer:
+        assert found == []
+        return
+    [one] = found
+    assert one.location is not None and one.location.line == _line("copied at every forward")
+    assert [r.line for r in one.related] == [_line("a plain attribute: model.to() leaves it")]

@@ -20,7 +20,7 @@ from torchport.findings import Fix, Severity
 from torchport.rules.device import CpuTensorThenMoved
 from torchport.rules.dtype import Float64OnAccelerator
 from torchport.rules.transfer import NonBlockingCopyFromPageable
-from torchport.runtime import samplers, simtensor
+from torchport.runtime import holders, samplers, simtensor
 from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site, user_site
 
@@ -200,6 +200,8 @@ class TransferHandlers:
         origin = self.o.provenance.get(source)
         if origin is not None and origin.call in _GENERATORS and origin.line == site.line:
             self._made_then_moved(origin, dst, site)
+        elif self.o.tracker.stack:
+            self._attribute_moved(source, dst, site)
         if source.dtype == torch.float64 and not _issued_by_torchport_transfer():
             origin = self.o.provenance.get(source)
             made = f"; it was created at {origin} by {origin.call}" if origin else ""
@@ -236,6 +238,32 @@ class TransferHandlers:
             ),
             site,
         )
+
+    def _attribute_moved(self, source: torch.Tensor, dst: torch.device, site: Site) -> None:
+        """TP104 for a plain tensor attribute of a running module (not a buffer: `.to()` on
+        the model leaves it) that ``forward`` copies to the device at every call."""
+        for module in reversed(self.o.tracker.stack):
+            name = next((k for k, v in vars(module).items() if v is source), None)
+            if name is None:
+                continue
+            self._made_here[site] += 1
+            if self._made_here[site] == MIN_MADE_THEN_MOVED:
+                held = holders.assignment_sites(module, name)
+                self.o.add(
+                    CpuTensorThenMoved.finding(
+                        f"`{name}`, a plain tensor attribute of {type(module).__name__} (not a "
+                        f"buffer), is copied to {dst} at every forward (seen "
+                        f"{MIN_MADE_THEN_MOVED} times)",
+                        site.location(),
+                        Fix(
+                            f'register it as a buffer: self.register_buffer("{name}", tensor, '
+                            "persistent=False); model.to(device) then moves it once"
+                        ),
+                        related=tuple(h.location() for h in held),
+                    ),
+                    site,
+                )
+            return
 
     def _float64_makers(self) -> str:
         top = self.o.record.float64_origins.most_common(1)
