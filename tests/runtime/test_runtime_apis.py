@@ -399,3 +399,19 @@ def test_a_plain_tensor_attribute_copied_in_every_forward_is_tp104(buffer: bool)
     [one] = found
     assert one.location is not None and one.location.line == _line("copied at every forward")
     assert [r.line for r in one.related] == [_line("a plain attribute: model.to() leaves it")]
+
+
+@pytest.mark.parametrize("drawn_on", ["numpy", "device"])
+def test_numpy_indices_into_a_device_tensor_at_every_step_are_tp104(drawn_on: str) -> None:
+    numpy = pytest.importorskip("numpy")
+    with watch("cuda") as w:
+        buffer = torch.randn(64, 4, device="cuda")
+        for _ in range(4):
+            if drawn_on == "numpy":
+                picks = numpy.random.choice(64, size=8, replace=False)
+            else:
+                picks = torch.randperm(64, device="cuda")[:8]
+            buffer[picks].sum()  # indexed here
+    found = [f for f in w.findings if f.code == "TP104"]
+    expected = [_line("indexed here")] if drawn_on == "numpy" else []
+    assert [f.location.line for f in found if f.location is not None] == expected

@@ -17,10 +17,13 @@ if TYPE_CHECKING:
 def masked_index(
     observer: Observer, base: Handler, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """``x[mask]`` with a boolean mask on the device: the result's size is read back (a sync)."""
+    """``x[mask]`` with a boolean mask on the device: the result's size is read back (a sync).
+    ``x[indices]`` with NumPy indices and ``x`` on the device: a copy of them (TP104)."""
     index = args[1] if len(args) > 1 else None
     if isinstance(index, tuple):
-        index = next((i for i in index if isinstance(i, torch.Tensor)), None)
+        index = next((i for i in index if isinstance(i, torch.Tensor) or _is_ndarray(i)), None)
+    if _is_ndarray(index) and isinstance(args[0], torch.Tensor) and args[0].device.type != "cpu":
+        observer.transfers.numpy_indices(args[0].device)
     if (
         isinstance(index, torch.Tensor)
         and index.dtype == torch.bool
@@ -29,6 +32,11 @@ def masked_index(
     ):
         observer.on_sync("tensor[bool mask]", index)
     return base(func, args, kwargs)
+
+
+def _is_ndarray(value: object) -> bool:
+    kind = type(value)  # NumPy is not imported for this: it is the program's, if anyone's
+    return kind.__name__ == "ndarray" and kind.__module__ == "numpy"
 
 
 def numpy_of_device_tensor(observer: Observer, tensor: torch.Tensor) -> None:

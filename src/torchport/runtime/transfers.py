@@ -239,6 +239,28 @@ class TransferHandlers:
             site,
         )
 
+    def numpy_indices(self, dst: torch.device) -> None:
+        """TP104 once a line has indexed a device tensor with NumPy indices (drawn on the host,
+        ``np.random.choice``) MIN_MADE_THEN_MOVED times: each is a copy to the device."""
+        site = user_site("tensor[numpy indices]")
+        if site is None:
+            return
+        self._made_here[site] += 1
+        if self._made_here[site] != MIN_MADE_THEN_MOVED:
+            return
+        self.o.add(
+            CpuTensorThenMoved.finding(
+                f"a tensor on {dst} is indexed with NumPy indices, which are copied to the "
+                f"device first, at every step (seen {MIN_MADE_THEN_MOVED} times)",
+                site.location(),
+                Fix(
+                    "draw the indices on the device: torch.randint(n, (k,), device=device) or "
+                    "torch.randperm(n, device=device)[:k]"
+                ),
+            ),
+            site,
+        )
+
     def _attribute_moved(self, source: torch.Tensor, dst: torch.device, site: Site) -> None:
         """TP104 for a plain tensor attribute of a running module (not a buffer: `.to()` on
         the model leaves it) that ``forward`` copies to the device at every call."""
