@@ -71,8 +71,17 @@ def _checkpoint(map_location: str | None) -> None:
 
 
 def _pin_in_loop() -> None:
+    model = nn.Linear(3, 1).to("cuda")
     for x in torch.randn(4, 2, 3):
-        x.pin_memory().to("cuda", non_blocking=True)  # TP203
+        model(x.pin_memory().to("cuda", non_blocking=True))  # TP203
+
+
+def _pin_before_training() -> None:
+    # pinned once, in a list built before the loop: no forward pass between the pins
+    batches = [x.pin_memory() for x in torch.randn(4, 2, 3)]
+    model = nn.Linear(3, 1).to("cuda")
+    for x in batches:
+        model(x.to("cuda", non_blocking=True))
 
 
 def _loader_pins() -> None:
@@ -112,6 +121,7 @@ def _data_parallel() -> None:
         (lambda: _checkpoint(None), {("TP107", _line("TP107"))}),
         (lambda: _checkpoint("cpu"), set()),
         (_pin_in_loop, {("TP203", _line("TP203"))}),
+        (_pin_before_training, set()),
         (_loader_pins, set()),
         (_empty_cache_in_loop, {("TP207", _line("TP207"))}),
         (_data_parallel, {("TP401", _line("TP401"))}),

@@ -50,6 +50,7 @@ class ApiMonitor:
         self._observer = observer
         self._patches = Patches()
         self._pins: Counter[Site] = Counter()
+        self._pinned_at: dict[Site, int] = {}  # the forward-pass count at the last pin
         self._device_set = False
 
     def install(self) -> None:
@@ -125,8 +126,12 @@ class ApiMonitor:
 
     def _count_pin(self) -> None:
         site = user_site(".pin_memory()")
-        if site is None:
+        # pins with no forward pass between them prepare data once (a list of pinned
+        # batches built before training): one step's worth, not a pin at every step
+        passes = self._observer.tracker.passes
+        if site is None or self._pinned_at.get(site) == passes:
             return
+        self._pinned_at[site] = passes
         self._pins[site] += 1
         if self._pins[site] == MIN_PINS_IN_LOOP and self._on_accelerator:
             self._report(

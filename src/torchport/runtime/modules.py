@@ -31,6 +31,7 @@ class ModuleTracker:
         self._root_names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._handles: list[Any] = []
         self.on_internal_error: Callable[[str, BaseException], None] | None = None
+        self.passes = 0  # outermost forward calls so far: the program's steps, roughly
 
     @property
     def stack(self) -> list[nn.Module]:
@@ -66,8 +67,10 @@ class ModuleTracker:
         if getattr(self._local, "loading", 0):
             return
         try:
-            if not self.stack and module not in self._root_names:
-                self._root_names[module] = _variable_name(module)
+            if not self.stack:
+                self.passes += 1
+                if module not in self._root_names:
+                    self._root_names[module] = _variable_name(module)
             self.stack.append(module)
             if self._on_enter is not None:
                 self._on_enter(module, args)
