@@ -425,3 +425,38 @@ def test_numpy_indices_into_a_device_tensor_at_every_step_are_tp104(drawn_on: st
     found = [f for f in w.findings if f.code == "TP104"]
     expected = [_line("indexed here")] if drawn_on == "numpy" else []
     assert [f.location.line for f in found if f.location is not None] == expected
+
+
+def test_a_simulated_default_device_reaches_the_layers_a_model_builds() -> None:
+    with watch("cuda") as w:
+        torch.set_default_device("cuda")
+        try:
+            layer = nn.Linear(3, 2)
+            out = layer(torch.randn(4, 3))
+        finally:
+            torch.set_default_device(None)
+        assert layer.weight.device == torch.device("cuda", 0) == out.device
+        assert torch.get_default_device().type == "cpu"
+    assert w.findings == []
+
+
+@pytest.mark.parametrize("chose_gpu", [False, True])
+def test_a_default_cuda_device_in_a_rank_that_never_chose_its_gpu_is_tp418(
+    monkeypatch: pytest.MonkeyPatch, chose_gpu: bool
+) -> None:
+    for name, value in {
+        "RANK": "0", "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29800 + os.getpid() % 90),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with watch("cuda") as w:
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        try:
+            if chose_gpu:
+                torch.cuda.set_device(0)
+            torch.set_default_device("cuda")  # every rank on GPU 0
+            torch.set_default_device(None)
+        finally:
+            dist.destroy_process_group()
+    found = [f.location.line for f in w.findings if f.code == "TP418" and f.location is not None]
+    assert found == ([] if chose_gpu else [_line("every rank on GPU 0")])

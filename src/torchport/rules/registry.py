@@ -37,6 +37,7 @@ _RULE_MODULES = (
     "collectives",
     "optimizers",
     "checkpoints",
+    "processes",
     "environment",
     "build",
 )

@@ -32,6 +32,7 @@ from torchport.rules.device import TorchLoadWithoutMapLocation
 from torchport.rules.device_api import SetDefaultTensorType
 from torchport.rules.device_ops import PackedLengthsOnDevice
 from torchport.rules.distributed import DataParallelUsed, DdpWithoutDeviceIds
+from torchport.rules.processes import DefaultDeviceWithoutRank
 from torchport.rules.transfer import PinMemoryOnMainThread
 from torchport.runtime.patching import Patches
 from torchport.runtime.sites import Site, is_user_file, tensor_leaves, user_site
@@ -60,6 +61,7 @@ class ApiMonitor:
         wrap(torch.Tensor, "pin_memory", self._pin_memory)
         wrap(torch.cuda, "empty_cache", self._empty_cache)
         wrap(torch.cuda, "set_device", self._set_device)
+        wrap(torch, "set_default_device", self._set_default_device)
         wrap(rnn, "pack_padded_sequence", self._pack_padded)
         wrap(nn.DataParallel, "__init__", self._data_parallel)
         wrap(parallel.DistributedDataParallel, "__init__", self._ddp)
@@ -152,6 +154,28 @@ class ApiMonitor:
     def _set_device(self, original: Any, device: Any) -> None:
         self._device_set = True
         original(device)
+
+    def _set_default_device(self, original: Any, device: Any) -> None:
+        self._guarded("checking set_default_device", self._check_default_device, device)
+        original(device)
+
+    def _check_default_device(self, device: Any) -> None:
+        import torch.distributed as dist
+
+        chosen = torch.device(device) if isinstance(device, str | torch.device) else None
+        if chosen is None or chosen.type != "cuda" or chosen.index is not None:
+            return
+        if self._device_set or not (dist.is_available() and dist.is_initialized()):
+            return
+        self._report(
+            DefaultDeviceWithoutRank,
+            f'torch.set_default_device("cuda") in a distributed process (world size '
+            f"{dist.get_world_size()} here) that never called torch.cuda.set_device: `cuda` is "
+            "the current device, GPU 0, for every rank",
+            user_site("torch.set_default_device"),
+            'call torch.cuda.set_device(local_rank) first, or set_default_device(f"cuda:'
+            '{local_rank}")',
+        )
 
     def _pack_padded(self, original: Any, padded: Any, lengths: Any, *a: Any, **k: Any) -> Any:
         if isinstance(lengths, torch.Tensor) and lengths.device.type != "cpu":

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils import _device as torch_device_mode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.findings import Finding, Fix, Severity
@@ -74,6 +75,11 @@ _PROMOTING = {
     T.__radd__, T.__rsub__, T.__rmul__, T.__truediv__, T.__rtruediv__,
 }  # fmt: skip
 _FLOATS = {torch.float32, torch.float64}
+# The factories `torch.set_default_device` applies to (torch's own list; private, so looked up
+# with a fallback: without it a simulated default device reaches no factory).
+_DEFAULT_DEVICE_TAKERS: frozenset[Any] = frozenset(
+    getattr(torch_device_mode, "_device_constructors", frozenset)()
+)
 # Joining ops whose result takes the widest dtype of a list: a float32 cache concatenated with
 # float16 keys hands float32 on (a later dtype error then names where the cache was made).
 _JOINING = {torch.cat, torch.concat, torch.concatenate, torch.stack}
@@ -388,6 +394,13 @@ class Observer(TorchFunctionMode):
         pin_host = self.sim is not None and bool(kwargs.get("pin_memory"))
         if pin_host:
             kwargs = {**kwargs, "pin_memory": False}
+        if (
+            self.sim is not None
+            and self.sim.default_device is not None
+            and kwargs.get("device") is None
+            and func in _DEFAULT_DEVICE_TAKERS
+        ):
+            kwargs = {**kwargs, "device": self.sim.default_device}
         if self.sim is not None and kwargs.get("device") is not None:
             target = self.sim.resolve(kwargs["device"])
             if target is not None:

@@ -113,6 +113,8 @@ class Simulation:
         self.unsupported: list[str] = []
         self.uses = 0  # how often `resolve` named a simulated device
         self.nccl = False  # the program asked for NCCL (run on gloo here)
+        # `torch.set_default_device("cuda")`: the observer puts factories there
+        self.default_device: torch.device | None = None
         # where the program made a tensor (the observer's provenance, set by the watch)
         self.made_at: Callable[[torch.Tensor], Location | None] = lambda tensor: None
 
@@ -162,6 +164,8 @@ class Simulation:
             else:
                 setattr(owner, name, old)
         self._saved.clear()
+        if self.default_device is not None:  # the program left it set: torch's was None
+            self.default_device = None
         torch.__future__.set_overwrite_module_params_on_conversion(self._future_flag)
         if self in SIMULATIONS:
             SIMULATIONS.remove(self)
@@ -180,6 +184,7 @@ class Simulation:
             patches += [(torch.backends.mps, "is_available", lambda: True)]
             patches += [(torch.mps, "synchronize", self._synchronize)]
         patches += [(torch, "Generator", simgenerator.generator_class(self.resolve))]
+        patches += self._default_device_patches()
         autocast = torch.amp.autocast_mode.autocast
         patches += [(autocast, "__init__", self._autocast_init())]
         patches += [(autocast, "__enter__", _tracked_enter(autocast.__enter__))]
@@ -191,6 +196,25 @@ class Simulation:
         grouping = torch._C._group_tensors_by_device_and_dtype
         patches += [(torch._C, "_group_tensors_by_device_and_dtype", _by_simulated(grouping))]
         return patches
+
+    def _default_device_patches(self) -> list[tuple[Any, str, Any]]:
+        """``torch.set_default_device("cuda")`` would put torch's own default-device mode,
+        below the observer, on a device this build lacks: the simulation keeps the device and
+        hands torch ``None``; the observer gives it to the factories (see Observer._factory)."""
+        original_set, original_get = torch.set_default_device, torch.get_default_device
+
+        def set_default_device(device: Any) -> None:
+            target = self.resolve(device) if device is not None else None
+            self.default_device = target
+            original_set(None if target is not None else device)
+
+        def get_default_device() -> torch.device:
+            return self.default_device or original_get()
+
+        return [
+            (torch, "set_default_device", set_default_device),
+            (torch, "get_default_device", get_default_device),
+        ]
 
     def _synchronize(self, device: Any = None) -> None:
         self.on_sync(f"torch.{self.kind}.synchronize")

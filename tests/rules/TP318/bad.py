@@ -29,3 +29,7 @@ def embed(encoder, ids):
 
 def normalize_quaternion(q, eps=1e-12):
     return q.half() / q.half().norm(dim=-1, keepdim=True).clamp_min(eps)
+
+
+def unit_quaternion(q, eps=1e-12):
+    return torch.nn.functional.normalize(q.half(), dim=-1, eps=eps)

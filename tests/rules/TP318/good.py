@@ -33,3 +33,7 @@ def embed(encoder, ids):
 
 def normalize_quaternion(q, eps=1e-6):
     return q.half() / q.half().norm(dim=-1, keepdim=True).clamp_min(eps)
+
+
+def unit_rows(x, eps=1e-6):
+    return torch.nn.functional.normalize(x.half(), dim=-1, eps=eps)  # float16 holds 1e-6

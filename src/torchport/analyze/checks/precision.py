@@ -146,14 +146,24 @@ class _Numbers:
 
 
 def _default_eps(a: Analysis) -> Iterator[Finding]:
+    """``F.normalize(x)`` left with its default eps, or given one float16 cannot hold
+    (``eps=eps`` where the helper's ``eps=1e-12``)."""
     if ".half()" not in a.source and "float16" not in a.source and "torch.half" not in a.source:
         return
+    values = _Numbers(a)
     for call in a.call_named(*_DEFAULT_EPS):
-        if any(k.arg in ("eps", None) for k in call.keywords) or len(call.args) > 3:
+        given = keyword(call, "eps")
+        if any(k.arg is None for k in call.keywords) or len(call.args) > 3:
             continue
-        eps = _DEFAULT_EPS[a.qualname(call.func) or ""]
+        if given is None:
+            eps, keeps = _DEFAULT_EPS[a.qualname(call.func) or ""], "keeps its default eps"
+        else:
+            found = values.of(given, call)
+            if found is None or not 0 < found < FLOAT16_SMALLEST:
+                continue
+            eps, keeps = found, f"is given eps `{a.text(given)}`"
         yield R.Float16VanishingEpsilon.finding(
-            f"`{a.name(call)}` keeps its default eps ({eps:g}), which rounds to 0 in float16: "
+            f"`{a.name(call)}` {keeps} ({eps:g}), which rounds to 0 in float16: "
             "where the input is float16 (this file casts to float16) a zero vector gives 0/0 "
             "= NaN; pass `eps=1e-6` or compute it in float32",
             a.loc(call),
