@@ -217,3 +217,52 @@ class Trainer:
 def test_a_loop_calling_a_step_function_is_hot_and_one_calling_an_evaluation_is_not() -> None:
     [found] = _findings(TRAINER, "TP207")
     assert found.location is not None and found.location.line == _line(TRAINER, "# each step")
+
+
+CALLBACKS = """\
+class Callback:
+    def on_batch_end(self, loss):
+        pass
+
+
+class Timing(Callback):
+    def on_batch_end(self, loss):
+        torch.cuda.synchronize()  # here
+
+
+def fit(loader, optimizer, callbacks):
+    for x, y in loader:
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        optimizer.step()
+        for cb in callbacks:
+            cb.on_batch_end(loss.detach())
+"""
+
+
+def test_a_callback_called_from_the_loop_through_an_unknown_list_is_hot() -> None:
+    [found] = _findings(CALLBACKS, "TP207")
+    assert found.location is not None and found.location.line == _line(CALLBACKS, "# here")
+
+
+GRADIENT_HOOK = """\
+class GradWatch:
+    def __init__(self, net):
+        for p in net.parameters():
+            p.register_hook(self._make_hook())
+
+    def _make_hook(self):
+        def hook(grad):
+            torch.cuda.synchronize()  # here
+            return grad
+
+        return hook
+
+
+watch = GradWatch(model)
+"""
+
+
+def test_a_gradient_hook_runs_at_every_backward_and_is_hot() -> None:
+    [found] = _findings(GRADIENT_HOOK, "TP207")
+    assert found.location is not None and found.location.line == _line(GRADIENT_HOOK, "# here")

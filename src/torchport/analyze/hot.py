@@ -40,6 +40,7 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
         generators = getattr(comp, "generators", [])
         if comp not in hot and any(_iterates_loader(ctx, g.iter) for g in generators):
             _mark(ctx, [comp], hot, todo)  # type: ignore[list-item]
+    todo.extend(_hooks(ctx))
     seen: set[Func] = set()
     while todo:
         func = todo.pop()
@@ -47,6 +48,37 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
             seen.add(func)
             _mark(ctx, func.body, hot, todo)
     return hot
+
+
+# Hooks autograd or a module calls at every backward or forward: their bodies run every step.
+_HOOK_REGISTRATIONS = frozenset(
+    {"register_hook", "register_post_accumulate_grad_hook", "register_forward_hook",
+     "register_forward_pre_hook", "register_full_backward_hook",
+     "register_full_backward_pre_hook"}
+)  # fmt: skip
+
+
+def _hooks(ctx: FileContext) -> list[Func]:
+    """The same-file functions registered as hooks: ``p.register_hook(self._check)``, or the
+    function a factory of the file returns (``p.register_hook(self._make_hook(name))``)."""
+    out: list[Func] = []
+    for call in ctx.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _HOOK_REGISTRATIONS):
+            continue
+        for arg in call.args[:1]:
+            if isinstance(arg, ast.Call):
+                factory = ctx.own_callee(arg)
+                if factory is not None:
+                    out += [n for n in factory.body if isinstance(n, ast.FunctionDef)]
+            elif isinstance(arg, ast.Name) and arg.id in ctx.functions:
+                out.append(ctx.functions[arg.id])
+            elif is_self_attr(arg):
+                owner = ctx.function_of(call)
+                cls = ctx.class_of(owner) if owner is not None else None
+                method = ctx.method(cls, arg.attr) if cls is not None else None  # type: ignore[attr-defined]
+                out += [method] if method is not None else []
+    return out
 
 
 def reached_from(ctx: FileContext, bodies: list[list[ast.stmt]]) -> set[ast.AST]:
@@ -264,7 +296,21 @@ def _object_methods(ctx: FileContext, func: ast.Attribute) -> list[Func]:
     if made is not None:
         classes = [cls for cls in classes if cls.name == made]
     found = [m for m in (ctx.method(cls, func.attr) for cls in classes) if m is not None]
-    return found if made is not None or len(found) == 1 else []
+    if made is None and len(found) > 1:
+        # a base class's empty hook and its overrides (``Callback.on_batch_end: pass``), or
+        # callbacks by convention (``for cb in self.callbacks: cb.on_batch_end(...)``)
+        found = [m for m in found if not _empty(m)]
+        return found if func.attr.startswith("on_") or len(found) == 1 else []
+    return found
+
+
+def _empty(func: Func) -> bool:
+    """A body of ``pass``, ``...``, a docstring or ``raise NotImplementedError``."""
+    return all(
+        isinstance(stmt, ast.Pass | ast.Raise)
+        or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+        for stmt in func.body
+    )
 
 
 def _constructed(ctx: FileContext, receiver: ast.expr) -> str | None:

@@ -19,3 +19,31 @@ def train(model, dataset, optimizer):
             pass
         else:
             logged = loss.item()  # the else branch of a periodic test runs most steps
+
+
+def train_amp(model, optimizer, loader, criterion):
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        before = scaler.get_scale()
+        scaler.step(optimizer)
+        scaler.update()
+        skipped = scaler.get_scale() < before
+
+
+class GradWatch:
+    def __init__(self, model):
+        self.bad = []
+        for name, p in model.named_parameters():
+            p.register_hook(self._make_hook(name))
+
+    def _make_hook(self, name):
+        def hook(grad):
+            if not torch.isfinite(grad).all().item():  # at every backward, for every parameter
+                self.bad.append(name)
+            return grad
+
+        return hook
+

@@ -34,3 +34,15 @@ def train_logged(model, dataset, optimizer, log_interval=10):
         if batch_idx == len(loader) - 1:
             last = loss.item()
         first = loss.item() if batch_idx == 0 else None
+
+
+def train_amp_logging(model, optimizer, loader, criterion, log_every=100):
+    scaler = torch.amp.GradScaler("cuda")
+    for step, (x, y) in enumerate(loader):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if step % log_every == 0:
+            print(scaler.get_scale())

@@ -57,6 +57,33 @@ def item_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             Fix("keep it on the device and read it less often"),
             severity=_per_step(a, call),
         )
+    yield from _scale_reads(a)
+
+
+def _scale_reads(a: Analysis) -> Iterator[Finding]:
+    """``scaler.get_scale()`` at every step: it reads the scale with ``.item()``."""
+    if "get_scale" not in a.source or not a.makes_scaler:
+        return
+    for call, func in a.method_calls("get_scale"):
+        if call.args or not _every_step(a, call) or not _is_scaler(a, func.value):
+            continue
+        yield R.ItemInHotLoop.finding(
+            f"`{a.name(call)}` reads the loss scale with `.item()` at every step, waiting for "
+            "the GPU: read it every N steps (a skipped step still shows there, as a smaller "
+            "scale)",
+            a.loc(call),
+            Fix("read the scale every N steps, or once at the end"),
+            severity=_per_step(a, call),
+        )
+
+
+def _is_scaler(a: Analysis, receiver: ast.expr) -> bool:
+    """A GradScaler: what the file made with `torch.amp.GradScaler`, or a name for one."""
+    info = a.info(receiver)
+    if info is not None:
+        return info.kind == K.SCALER
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return "scaler" in name.lower()
 
 
 @detector(R.DeviceToHostInHotLoop)
@@ -130,15 +157,18 @@ def _keyword(node: ast.AST) -> str:
 
 def _tensor_in_test(a: Analysis, test: ast.expr) -> ast.expr | None:
     """The device tensor whose value a condition reads (itself, or a compared operand)."""
+    identity = isinstance(test, ast.Compare) and any(
+        isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in test.ops
+    )
+    if identity:
+        return None  # `x is None`, `k in cache`: no tensor value is read
     if _maybe_on_device(a, test):
         return test
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _tensor_in_test(a, test.operand)
     if isinstance(test, ast.BoolOp):
         return next((t for v in test.values if (t := _tensor_in_test(a, v)) is not None), None)
-    if isinstance(test, ast.Compare) and not any(
-        isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in test.ops
-    ):
+    if isinstance(test, ast.Compare):
         return next((s for s in (test.left, *test.comparators) if _maybe_on_device(a, s)), None)
     return None
 
