@@ -67,3 +67,17 @@ class SetupTrainer:
 
     def setup(self):
         self.net.to(self.device)
+
+
+def build_from_checkpoint(ckpt):
+    model = Net()
+    optimizer = torch.optim.Adam(model.parameters())
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    return model, optimizer
+
+
+def resume(ckpt, device):
+    model, optimizer = build_from_checkpoint(ckpt)
+    model.to(device)
+    return model, optimizer

@@ -74,3 +74,16 @@ class SetupTrainer:
 
     def setup(self):
         self.net.to(self.device)
+
+
+def build_on_device(ckpt, device):
+    model = Net().to(device)
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.load_state_dict(ckpt["optimizer"])
+    return model, optimizer
+
+
+def resume_on_device(ckpt, device):
+    model, optimizer = build_on_device(ckpt, device)
+    model.to(device)
+    return model, optimizer

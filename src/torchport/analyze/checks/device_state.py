@@ -340,7 +340,9 @@ def optimizer_state_loaded_before_move(a: Analysis) -> Iterator[Finding]:
         model = _optimized_model(a, owner, optimizer, call.lineno)
         if model is None:
             continue
-        moved = _moved_later(a, owner, model, call.lineno)
+        moved = None
+        if not _moved_before(a, owner, model, call.lineno):
+            moved = _moved_later(a, owner, model, call.lineno) or _moved_by_caller(a, owner, model)
         if moved is None:
             continue
         yield R.OptimizerStateLoadedBeforeMove.finding(
@@ -520,24 +522,72 @@ def _named_like_optimizer(name: str) -> bool:
     return "optim" in lower or lower == "opt" or lower.startswith("opt_") or lower.endswith("_opt")
 
 
+def _moved_by_caller(a: Analysis, owner: ast.AST, model: ast.Name) -> ast.Call | None:
+    """A helper that builds the model, loads the optimizer and returns the model unmoved
+    (``encoder, opt = build_from_checkpoint(path)``): its caller's move of what it got."""
+    if not isinstance(owner, ast.FunctionDef) or a.functions.get(owner.name) is not owner:
+        return None
+    index = _returned_at(owner, model.id)
+    if index is None:
+        return None
+    for call in a.calls:
+        if not (isinstance(call.func, ast.Name) and call.func.id == owner.name):
+            continue
+        stmt = a.parents.get(call)
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+            continue
+        target = stmt.targets[0]
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        got = names[index] if index < len(names) else None
+        if isinstance(got, ast.Name):
+            caller = a.function_of(call) or a.tree
+            moved = _moved_later(a, caller, got, call.lineno)
+            if moved is not None:
+                return moved
+    return None
+
+
+def _returned_at(func: ast.FunctionDef, name: str) -> int | None:
+    """Where ``name`` sits in what ``func`` returns: 0 for ``return name``, its position in
+    ``return a, name, b``; None when a return does not hand it back."""
+    positions = set()
+    for node in walk_local(func):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        at = [i for i, v in enumerate(values) if isinstance(v, ast.Name) and v.id == name]
+        if not at:
+            return None
+        positions.add(at[0])
+    return positions.pop() if len(positions) == 1 else None
+
+
+def _moved_before(a: Analysis, owner: ast.AST, model: ast.Name, line: int) -> bool:
+    """Whether ``model`` is on the device at ``line``: bound to a move, or moved since."""
+    bound = [(at, v) for at, v in a.assignments(owner).get(model.id, []) if at <= model.lineno]
+    since = bound[-1][0] if bound else 0
+    moves = [call for call, _ in a.device_moves]
+    if bound and bound[-1][1] in moves:
+        return True
+    return any(
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == model.id
+        and (a.function_of(call) or a.tree) is owner
+        and since <= call.lineno < line
+        for call in moves
+    )
+
+
 def _moved_later(a: Analysis, owner: ast.AST, model: ast.Name, line: int) -> ast.Call | None:
     """The first move of ``model`` to a device after ``line``, unless it was already moved
     between its binding (the one the optimizer saw) and ``line``."""
-    bound = [(at, v) for at, v in a.assignments(owner).get(model.id, []) if at <= model.lineno]
-    since = bound[-1][0] if bound else 0
-    moves = {call for call, _ in a.device_moves}
-    if bound and bound[-1][1] in moves:
-        return None  # `model = Net().to(device)`
-    later = None
-    for move in a.device_moves:
-        call = move[0]
+    if _moved_before(a, owner, model, line):
+        return None
+    for call, _ in a.device_moves:
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
         if not isinstance(receiver, ast.Name) or receiver.id != model.id:
             continue
-        if (a.function_of(call) or a.tree) is not owner:
-            continue
-        if since <= call.lineno < line:
-            return None  # on the device already when the state was loaded
-        if call.lineno > line and later is None:
-            later = call
-    return later
+        if (a.function_of(call) or a.tree) is owner and call.lineno > line:
+            return call
+    return None
