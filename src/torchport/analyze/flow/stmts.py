@@ -239,6 +239,8 @@ def rebatch(ip: Interp, fr: Frame, value: Val, stmt: ast.AST, name: str) -> Val:
 
 
 def _rebatch(ip: Interp, fr: Frame, value: Val, stmt: ast.AST, name: str, *, depth: int) -> Val:
+    if isinstance(stmt, ast.comprehension):
+        stmt = stmt.target  # `[step(x) for x in loader]`: the line of the name bound
     origins: set[Origin] = set()
     changed = False
     for o in value.origins:

@@ -334,7 +334,15 @@ def _module_ctor(c: Invocation, q: str) -> Val:
                 if o.kind is OKind.MODEL and o.parent is None and o is not made:
                     o.parent = made  # a layer given to nn.Sequential moves with it
     loss = short.endswith("Loss") or short in ("CosineSimilarity", "PairwiseDistance")
-    return Val(Kind.MODULE, frozenset([made]), qual=q, loss=loss)
+    # a loss that reduces gives a 0-dim tensor, which meets tensors on any device; with
+    # reduction="none" it gives one value per sample (scalar=False on the module says so)
+    reduction = c.kwargs.get("reduction")
+    per_sample = reduction is not None and _constant(reduction[0]) == "none"
+    return Val(Kind.MODULE, frozenset([made]), qual=q, loss=loss, scalar=loss and not per_sample)
+
+
+def _constant(expr: ast.expr) -> object:
+    return expr.value if isinstance(expr, ast.Constant) else None
 
 
 def module_output(module: Val, inputs: list[Val]) -> Val:
@@ -344,7 +352,7 @@ def module_output(module: Val, inputs: list[Val]) -> Val:
         for value in inputs:
             if value.tensorish:
                 origins = origins | value.origins
-    out = tensor(origins, scalar=module.loss)
+    out = tensor(origins, scalar=module.loss and module.scalar)
     hidden = V.RNN_HIDDEN.get(module.qual or "")
     if hidden == 2:
         return seq(None, (out, seq(None, (out, out))))
