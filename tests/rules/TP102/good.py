@@ -29,3 +29,4 @@ def sample(prompt, steps, device):
     for _ in range(steps):
         nxt = torch.multinomial(torch.softmax(logits, dim=-1), 1)  # on the device of the probs
         logits = model(nxt)
+

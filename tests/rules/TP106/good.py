@@ -1,3 +1,5 @@
+import copy
+
 import torch.nn as nn
 
 
@@ -11,3 +13,13 @@ class Stack(nn.Module):
         self.widths = {name: 8 for name in ("x", "y")}
         self.experts = nn.ModuleList()
         self.experts.append(nn.Linear(8, 8))
+
+
+class EMA(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self._online = [model]  # kept out of this module's state on purpose
+        self.shadow = copy.deepcopy(model)
+
+
+ema = EMA(nn.Linear(2, 2))

@@ -29,3 +29,15 @@ class RunningEntropy:
         return self.total.tolist()
 
 torch.set_default_dtype(torch.float32)
+
+
+class ConfusionMatrix:
+    def __init__(self, n, device):
+        self.mat = torch.zeros(n, n, device=device)
+
+    def update(self, pred, target):
+        self.mat += torch.bincount(target * len(self.mat) + pred).view_as(self.mat)
+
+    def compute_iou(self):
+        mat = self.mat.double()  # a metric's precision: a few numbers per step
+        return mat.diag() / (mat.sum(0) + mat.sum(1) - mat.diag())

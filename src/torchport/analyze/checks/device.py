@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
-from torchport.analyze.context import is_self_attr
+from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -52,7 +52,7 @@ def input_not_moved(a: Analysis) -> Iterator[Finding]:
         if not call.args:
             continue
         model = a.callee_module(call)
-        if model is None or model.device != "accel":
+        if model is None or model.device != "accel" or _moves_its_inputs(a, model.cls):
             continue
         for arg in call.args:
             if not isinstance(arg, ast.Name):
@@ -75,6 +75,25 @@ def input_not_moved(a: Analysis) -> Iterator[Finding]:
                 fix,
                 variable=arg.id,
             )
+
+
+def _moves_its_inputs(a: Analysis, name: str | None) -> bool:
+    """A module class of the file whose ``forward`` moves what it is given (a data
+    preprocessor: ``v.to(device, non_blocking=True)``), itself or in a method it calls."""
+    cls = a.classes.get(name or "")
+    forward = a.method(cls, "forward") if cls is not None else None
+    if cls is None or forward is None:
+        return False
+    bodies = [forward]
+    for node in walk_local(forward):
+        if isinstance(node, ast.Call) and is_self_attr(node.func):
+            helper = a.method(cls, node.func.attr)  # type: ignore[attr-defined]
+            bodies += [helper] if helper is not None else []
+    return any(
+        isinstance(n, ast.Call) and last_name(n.func) in ("to", "cuda")
+        for body in bodies
+        for n in walk_local(body)
+    )
 
 
 def _simple(text: str) -> bool:
@@ -205,7 +224,7 @@ def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
 def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
     for node, target, name in _self_assignments(a):
         wrapper = _container_wrapper(a, node.value, _appended(a, node, target.attr))
-        if wrapper is None:
+        if wrapper is None or _hidden_reference(a, node):
             continue
         nn, imports = ensure_import(a, "torch.nn")
         edits = (
@@ -221,6 +240,17 @@ def modules_in_plain_container(a: Analysis) -> Iterator[Finding]:
             a.loc(node),
             Fix(f"wrap it in `nn.{wrapper}`", edits, Safety.UNSAFE),
         )
+
+
+def _hidden_reference(a: Analysis, node: ast.Assign) -> bool:
+    """``self._online = [model]``: one module handed to ``__init__``, kept in a list so that
+    it stays out of this module's parameters and state dict (an EMA's online model, a
+    teacher): the caller owns it and moves it."""
+    value, owner = node.value, a.function_of(node)
+    if not (isinstance(value, ast.List) and len(value.elts) == 1 and owner is not None):
+        return False
+    only = value.elts[0]
+    return isinstance(only, ast.Name) and only.id in {arg.arg for arg in owner.args.args}
 
 
 def _appended(a: Analysis, node: ast.Assign, attr: str) -> list[ast.expr]:

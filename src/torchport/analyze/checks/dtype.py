@@ -19,7 +19,7 @@ from torchport.analyze.edits import (
 )
 from torchport.analyze.infer import keyword
 from torchport.analyze.walk import descendants
-from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.findings import Edit, Finding, Fix, Safety, Severity
 from torchport.rules import dtype as R
 
 _TO_TENSOR = ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
@@ -107,7 +107,10 @@ def float64_on_accelerator(a: Analysis) -> Iterator[Finding]:
         info = a.info(call)
         on_device = info is not None and info.device == "accel"
         if on_device or a.function_of(call) in accelerated:
-            yield _f64(a, dtype, f"`dtype={a.text(dtype)}` in `{a.name(call)}`")
+            # a 0-dim float64 running sum (`torch.zeros((), dtype=torch.float64)`) costs
+            # nothing and keeps precision: a suggestion, not a warning
+            small = Severity.INFO if _zero_dim(call) else None
+            yield _f64(a, dtype, f"`dtype={a.text(dtype)}` in `{a.name(call)}`", small)
     # every float tensor the program makes, the model's parameters included, is float64
     for call in a.call_named("torch.set_default_dtype"):
         if call.args and a.qualname(call.args[0]) in ("torch.float64", "torch.double"):
@@ -127,15 +130,23 @@ def _in_metric(a: Analysis, node: ast.AST) -> bool:
     if cls is None:
         return False
     methods = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
-    return {"update", "compute"} <= methods or cls.name.endswith(("Metric", "Meter"))
+    computes = any(m.startswith("compute") for m in methods)  # compute, compute_iou...
+    return ("update" in methods and computes) or cls.name.endswith(("Metric", "Meter"))
 
 
-def _f64(a: Analysis, node: ast.AST, what: str) -> Finding:
+def _zero_dim(call: ast.Call) -> bool:
+    """A factory given the empty shape: ``torch.zeros(())``, ``torch.zeros([])``."""
+    first = call.args[0] if call.args else None
+    return isinstance(first, ast.Tuple | ast.List) and not first.elts
+
+
+def _f64(a: Analysis, node: ast.AST, what: str, severity: Severity | None = None) -> Finding:
     return R.Float64OnAccelerator.finding(
         f"{what} uses float64 in code that runs on an accelerator, where float64 is many "
         "times slower (and unsupported on MPS): use float32",
         a.loc(node),
         Fix("use float32"),
+        severity=severity,
     )
 
 

@@ -1,6 +1,8 @@
-"""TP112 is a warning where a legacy CPU constructor's tensor is used where it is made, and a
-suggestion (info) where the tensor follows its module or the device at once: a buffer, a
-parameter, or an immediate ``.to(device)``, which work on a GPU as written."""
+"""Findings that are suggestions (info) where the code works on a GPU as written.
+
+TP112 is a warning where a legacy CPU constructor's tensor is used where it is made, and info
+where the tensor follows its module or the device at once (a buffer, a parameter, an immediate
+``.to(device)``). TP302 is info for a 0-dim float64 running sum, which costs nothing."""
 
 from __future__ import annotations
 
@@ -39,3 +41,20 @@ def test_tp112_is_a_suggestion_only_where_the_tensor_follows_the_device(
     source = textwrap.dedent(MODULE).format(line=line)
     [found] = [f for f in analyze(source, "t.py", lambda c: True) if f.code == "TP112"]
     assert found.severity is severity
+
+
+def test_tp302_is_a_suggestion_for_a_zero_dim_float64_running_sum() -> None:
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        device = torch.device("cuda")
+        total = torch.zeros((), device=device, dtype=torch.float64)
+        table = torch.zeros(1000, device=device, dtype=torch.float64)
+        """
+    )
+    found = [f for f in analyze(source, "t.py", lambda c: True) if f.code == "TP302"]
+    assert [(f.location.line, f.severity) for f in found if f.location is not None] == [
+        (4, Severity.INFO),
+        (5, Severity.WARNING),
+    ]
