@@ -1,4 +1,5 @@
 import torch
+from torch import nn
 from torch.utils.data import DataLoader
 
 
@@ -61,3 +62,25 @@ def chunked(model, loader, device, chunk=4):
         n = (x.sum(-1) > 0).sum()
         for start in range(0, n, chunk):
             model(x[start:start + chunk]).sum().backward()
+
+
+class TypedFilters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.filters = nn.ModuleList(nn.Linear(1, 4) for _ in range(3))
+
+    def forward(self, s, types):
+        out = s.new_zeros(*s.shape[:-1], 4)
+        for t, filt in enumerate(self.filters):
+            sel = types == t
+            out[sel] = filt(s[sel])  # a sync per type, every step
+        return out
+
+
+def train_typed(steps):
+    device = torch.device("cuda")
+    model = TypedFilters().to(device)
+    for _ in range(steps):
+        s = torch.randn(8, 5, 1, device=device)
+        types = torch.randint(0, 3, (8, 5), device=device)
+        model(s, types).sum().backward()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
+from torchport.analyze.checks.values import assigned_value
 from torchport.analyze.context import walk_local
 from torchport.analyze.hot import is_tensor, looks_like_model_call, rarely_runs
 from torchport.findings import Finding, Fix, Severity
@@ -122,6 +123,7 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
         tensor = _sized_by_values(a, call)
         if tensor is not None and _every_step(a, call) and _maybe_on_device(a, tensor):
             yield _sync(a, call, f"`{a.name(call)}`, whose size depends on the values,")
+    masked: set[int] = set()
     for node in a.hot:
         if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
             tensor = _tensor_in_test(a, node.test)
@@ -133,6 +135,35 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             and not rarely_runs(a, node)
         ):
             yield _sync(a, node.value, f"formatting `{a.name(node.value)}` in an f-string")
+        elif isinstance(node, ast.Subscript) and node.lineno not in masked:
+            mask = _bool_mask(a, node)
+            on_device = mask is not None and (
+                _maybe_on_device(a, node.value) or _maybe_on_device(a, mask)
+            )
+            if mask is not None and on_device and not rarely_runs(a, node):
+                masked.add(node.lineno)  # `out[sel] = f(x[sel])`: one finding for the line
+                what = f"indexing `{a.name(node.value)}` with the boolean mask `{a.name(mask)}`"
+                yield _sync(a, node, what + " (its size depends on the values)")
+
+
+_MASK_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _bool_mask(a: Analysis, node: ast.Subscript) -> ast.expr | None:
+    """``x[x > 0]``, or ``x[sel]`` after ``sel = types == t`` in the same function: a boolean
+    mask, which makes the result's size depend on the values. Not ``x[mask] = 0.0``: a number
+    written through a mask is a ``masked_fill_``, which reads nothing."""
+    index = node.slice
+    stmt = a.parents.get(node)
+    if isinstance(node.ctx, ast.Store) and isinstance(stmt, ast.Assign | ast.AugAssign):
+        if isinstance(stmt.value, ast.Constant | ast.UnaryOp):
+            return None
+    value: ast.expr | None = index
+    if isinstance(index, ast.Name):
+        value = assigned_value(a, index, index.lineno)
+    if isinstance(value, ast.Compare) and all(isinstance(op, _MASK_OPS) for op in value.ops):
+        return index
+    return None
 
 
 # Ops whose output size depends on the input's values: the host learns it from the device.
