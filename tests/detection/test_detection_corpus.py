@@ -18,8 +18,12 @@ CHECK_RECALL_FLOOR = 0.88
 MIN_BUGGY, MIN_CLEAN = 100, 30
 # The sets written blind by other hands (tests/detection/sets, README there): check found
 # 41 of 52 (set a), 35 of 45 (set b), 36 of 46 (set c), 34 of 46 (set d), 30 of 45 (set e),
-# 31 of 45 (set f), 35 of 45 (set g) and 26 of 45 (set h) after they were used for tuning.
-SETS = {"a": 0.72, "b": 0.72, "c": 0.72, "d": 0.68, "e": 0.56, "f": 0.60, "g": 0.68, "h": 0.50, "i": 0.48}
+# 31 of 45 (set f), 35 of 45 (set g), 26 of 45 (set h) and 23 of 45 (set i) after they were
+# used for tuning.
+SETS = {
+    "a": 0.72, "b": 0.72, "c": 0.72, "d": 0.68, "e": 0.56, "f": 0.60, "g": 0.68, "h": 0.50,
+    "i": 0.48,
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -155,9 +155,12 @@ def _bool_mask(a: Analysis, node: ast.Subscript) -> ast.expr | None:
     written through a mask is a ``masked_fill_``, which reads nothing."""
     index = node.slice
     stmt = a.parents.get(node)
-    if isinstance(node.ctx, ast.Store) and isinstance(stmt, ast.Assign | ast.AugAssign):
-        if isinstance(stmt.value, ast.Constant | ast.UnaryOp):
-            return None
+    if (
+        isinstance(node.ctx, ast.Store)
+        and isinstance(stmt, ast.Assign | ast.AugAssign)
+        and isinstance(stmt.value, ast.Constant | ast.UnaryOp)
+    ):
+        return None
     value: ast.expr | None = index
     if isinstance(index, ast.Name):
         value = assigned_value(a, index, index.lineno)
