@@ -38,7 +38,7 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
     for comp in ctx.of_type(*_COMPREHENSIONS):
         # ``[step(b) for b in loader]``, ``sum(run(b) for b in loader)``: a loop over batches
         generators = getattr(comp, "generators", [])
-        if comp not in hot and any(_iterates_loader(ctx, g.iter) for g in generators):
+        if comp not in hot and any(iterates_loader(ctx, g.iter) for g in generators):
             _mark(ctx, [comp], hot, todo)  # type: ignore[list-item]
     todo.extend(_hooks(ctx))
     seen: set[Func] = set()
@@ -114,7 +114,7 @@ def _mark(
 
 
 def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
-    if isinstance(loop, ast.For | ast.AsyncFor) and _iterates_loader(ctx, loop.iter):
+    if isinstance(loop, ast.For | ast.AsyncFor) and iterates_loader(ctx, loop.iter):
         return True
     body = _own_body(loop)
     return any(_is_step(ctx, node) for node in body) or any(
@@ -127,18 +127,24 @@ def _loops_over_batches(ctx: FileContext, node: ast.AST) -> bool:
     comprehension over a loader; not ``for p in model.parameters()`` or ``(b.to(d) for b in
     batch)`` inside a step."""
     if isinstance(node, _COMPREHENSIONS):
-        return any(_iterates_loader(ctx, g.iter) for g in node.generators)
-    if isinstance(node, ast.For | ast.AsyncFor) and _iterates_loader(ctx, node.iter):
+        return any(iterates_loader(ctx, g.iter) for g in node.generators)
+    if isinstance(node, ast.For | ast.AsyncFor) and iterates_loader(ctx, node.iter):
         return True
     return isinstance(node, _LOOPS) and any(_is_step(ctx, n) for n in _own_body(node))
 
 
-def _iterates_loader(ctx: FileContext, iterable: ast.expr) -> bool:
-    """``loader``, ``enumerate(loader)``, ``tqdm(self.train_loader)``: batches."""
+def iterates_loader(ctx: FileContext, iterable: ast.expr) -> bool:
+    """``loader``, ``enumerate(loader)``, ``tqdm(self.train_loader)``, ``dm.train_dataloader()``:
+    batches."""
     wrapped = loader_of(iterable)
     iterable = wrapped.args[0] if wrapped is not None else iterable
     if _named(iterable).endswith("loader"):
         return True
+    if isinstance(iterable, ast.Call):  # a data module's `train_dataloader()`
+        func = iterable.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if called.lower().endswith("loader"):
+            return True
     if not ctx.mentions_loaders:
         return False  # nothing here makes a loader for inference to find
     info = ctx.info(iterable)

@@ -1,3 +1,5 @@
+from dataclasses import dataclass
+
 import torch
 from torch.utils.data import DataLoader
 
@@ -25,3 +27,25 @@ class LoaderConfig:
 
 def make_loader(dataset, cfg: LoaderConfig):
     return DataLoader(dataset, batch_size=cfg.batch_size, num_workers=cfg.num_workers)
+
+
+@dataclass
+class DataConfig:
+    batch_size: int = 16
+    loader_workers: int = 0
+
+
+class DataModule:
+    def __init__(self, cfg, dataset):
+        self.cfg, self.dataset = cfg, dataset
+
+    def train_dataloader(self):
+        workers = self.cfg.loader_workers
+        return DataLoader(self.dataset, batch_size=self.cfg.batch_size, num_workers=workers)
+
+
+def fit(model, dataset, device):
+    dm = DataModule(DataConfig(), dataset)
+    for images, labels in dm.train_dataloader():
+        images = images.to(device)
+        model(images).sum().backward()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from torchport.analyze import kinds as K
 from torchport.analyze.context import FileContext, Func, is_self_attr, walk_local
 from torchport.analyze.edits import location
-from torchport.analyze.hot import forward_nodes, hot_nodes
+from torchport.analyze.hot import forward_nodes, hot_nodes, iterates_loader
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Finding, Location
 from torchport.rules import Rule
@@ -202,7 +202,22 @@ class Analysis(FileContext):
 
     @cached_property
     def moves_batches(self) -> bool:
-        return any(info is not None and info.batch for _, info in self.device_moves)
+        return any(
+            (info is not None and info.batch) or self._from_loader_loop(call)
+            for call, info in self.device_moves
+        )
+
+    def _from_loader_loop(self, call: ast.Call) -> bool:
+        """``x.to(device)`` of a name a loop over batches binds (``for x, y in loader``, where
+        inference could not say what ``dm.train_dataloader()`` gives)."""
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if not isinstance(receiver, ast.Name):
+            return False
+        for up in self.ancestors(call):
+            if isinstance(up, ast.For) and iterates_loader(self, up.iter):
+                bound = {n.id for n in ast.walk(up.target) if isinstance(n, ast.Name)}
+                return receiver.id in bound
+        return False
 
     @cached_property
     def makes_scaler(self) -> bool:

@@ -12,11 +12,16 @@ from __future__ import annotations
 import ast
 
 from torchport.analyze.checks.base import Analysis
+from torchport.analyze.checks.values import assigned_value
 from torchport.analyze.infer import keyword
 
 
 def setting_default(a: Analysis, expr: ast.expr) -> tuple[ast.Constant, ast.stmt | ast.expr] | None:
-    """The constant default behind ``cfg.<name>`` and where it is written, or None."""
+    """The constant default behind ``cfg.<name>`` and where it is written, or None (through
+    a local alias: ``workers = self.cfg.num_workers``)."""
+    if isinstance(expr, ast.Name):
+        alias = assigned_value(a, expr, expr.lineno)
+        expr = alias if alias is not None else expr
     if not isinstance(expr, ast.Attribute) or _set_elsewhere(a, expr.attr):
         return None
     found = [*_class_fields(a, expr.attr), *_options(a, expr.attr)]
