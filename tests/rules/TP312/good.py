@@ -20,3 +20,13 @@ def train_cpu(model, loader, optimizer):
             loss = (model(x) - y).pow(2).mean()
         loss.backward()
         optimizer.step()
+
+
+def train_configured_bf16(model, loader, optimizer, cfg):
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[cfg.dtype]
+    ctx = torch.autocast(device_type="cuda", dtype=dtype)
+    for x, y in loader:
+        with ctx:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()

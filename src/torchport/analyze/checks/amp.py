@@ -61,10 +61,14 @@ def clip_without_unscale(a: Analysis) -> Iterator[Finding]:
 
 
 def _autocasts(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:
+    """Each ``with torch.autocast(...)`` and its call, also ``ctx = torch.autocast(...)``
+    made above the loop and entered as ``with ctx:``."""
     for node in a.of_type(ast.With, ast.AsyncWith):
         assert isinstance(node, ast.With | ast.AsyncWith)
         for item in node.items:
-            expr = item.context_expr
+            expr: ast.expr | None = item.context_expr
+            if isinstance(expr, ast.Name):
+                expr = assigned_value(a, expr, expr.lineno)
             if isinstance(expr, ast.Call) and a.qualname(expr.func) in K.AUTOCASTS:
                 yield node, expr
 
@@ -76,7 +80,7 @@ def _float16(a: Analysis, cast: ast.Call) -> bool:
         return False
     dtype = keyword(cast, "dtype")
     if dtype is not None:
-        return K.dtype_name(a.qualname(dtype)) == "float16"
+        return "float16" in _dtype_options(a, dtype)
     q = a.qualname(cast.func) or ""
     if q.startswith("torch.cpu."):
         return False
@@ -84,6 +88,21 @@ def _float16(a: Analysis, cast: ast.Call) -> bool:
     if q.startswith("torch.cuda."):
         return True
     return not (isinstance(device, ast.Constant) and device.value == "cpu")
+
+
+def _dtype_options(a: Analysis, dtype: ast.expr) -> set[str]:
+    """The dtypes ``dtype`` may name: itself, or through a name, the values of a dict it is
+    looked up in (``{"float16": torch.float16, ...}[cfg.dtype]``) or both arms of a choice."""
+    if isinstance(dtype, ast.Name):
+        dtype = assigned_value(a, dtype, dtype.lineno) or dtype
+    if isinstance(dtype, ast.Subscript) and isinstance(dtype.value, ast.Dict):
+        options = [v for v in dtype.value.values if v is not None]
+    elif isinstance(dtype, ast.IfExp):
+        options = [dtype.body, dtype.orelse]
+    else:
+        options = [dtype]
+    names = (K.dtype_name(a.qualname(option)) for option in options)
+    return {name for name in names if name is not None}
 
 
 def _backward_in(owner: ast.AST) -> bool:
