@@ -26,6 +26,14 @@ Info = K.Info
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
+def _module_base(name: str) -> bool:
+    if name in K.MODULE_BASES:
+        return True
+    last = name.rsplit(".", 1)[-1]
+    layer = name.startswith("torch.nn.") and name.count(".") == 2 and last[:1].isupper()
+    return layer and last not in ("Parameter", "Buffer", "UninitializedParameter")
+
+
 class FileContext:
     """Everything rules need about one file; built once, shared by every detector."""
 
@@ -152,7 +160,9 @@ class FileContext:
 
     @cached_property
     def module_classes(self) -> set[str]:
-        return {n for n, c in self.classes.items() if self.base_names(c) & K.MODULE_BASES}
+        """Classes of the file that are modules: of ``nn.Module``, or of a torch layer
+        (``class BiConv2d(nn.Conv2d)``), directly or through the file's own classes."""
+        return {n for n, c in self.classes.items() if any(map(_module_base, self.base_names(c)))}
 
     @cached_property
     def dataset_classes(self) -> set[str]:

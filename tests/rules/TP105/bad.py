@@ -21,3 +21,13 @@ class OneHot(nn.Module):
 
     def forward(self, x):
         return x @ self.table
+
+
+class BinaryConv(nn.Conv2d):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.set_schedule(10.0, 0.1)
+
+    def set_schedule(self, k, t, device=None):
+        self.k = torch.tensor([k], device=device)  # set up from __init__, never a buffer
+        self.t = torch.tensor([t], device=device)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
-from torchport.analyze.context import is_self_attr, walk_local
+from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -191,7 +191,7 @@ def _self_assignments(a: Analysis) -> Iterator[tuple[ast.Assign, ast.Attribute, 
 def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
     for stmt, target, name in _self_assignments(a):
         func = a.function_of(stmt)
-        if func is None or func.name != "__init__" or not isinstance(stmt.value, ast.Call):
+        if func is None or not isinstance(stmt.value, ast.Call) or not _set_up(a, func):
             continue
         q = a.qualname(stmt.value.func)
         if q not in K.FACTORIES and q != "torch.from_numpy" and not _cpu_tensor(a, stmt.value):
@@ -201,8 +201,9 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
             Edit(*start, *value_start, f'self.register_buffer("{target.attr}", '),
             insert_at(a.end(stmt.value), ")"),
         )
+        where = f"`{name}.{func.name}`" + ("" if func.name == "__init__" else " (from `__init__`)")
         yield R.TensorAttributeNotBuffer.finding(
-            f"`self.{target.attr}` in `{name}.__init__` is a plain tensor attribute: "
+            f"`self.{target.attr}` in {where} is a plain tensor attribute: "
             f"`{name}().to(device)` leaves it on the CPU; use "
             f'`self.register_buffer("{target.attr}", ...)`',
             a.loc(stmt),
@@ -212,6 +213,17 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
                 Safety.UNSAFE,
             ),
         )
+
+
+def _set_up(a: Analysis, func: Func) -> bool:
+    """``__init__``, or a method of the class that ``__init__`` calls (``self.reset()``)."""
+    if func.name == "__init__":
+        return True
+    cls = a.class_of(func)
+    init = a.method(cls, "__init__") if cls is not None else None
+    return init is not None and any(
+        isinstance(n, ast.Call) and is_self_attr(n.func, func.name) for n in walk_local(init)
+    )
 
 
 def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:

@@ -123,7 +123,7 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
         tensor = _sized_by_values(a, call)
         if tensor is not None and _every_step(a, call) and _maybe_on_device(a, tensor):
             yield _sync(a, call, f"`{a.name(call)}`, whose size depends on the values,")
-    masked: set[int] = set()
+    masked: list[tuple[int, int, ast.Subscript, ast.expr]] = []
     for node in a.hot:
         if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
             tensor = _tensor_in_test(a, node.test)
@@ -135,15 +135,21 @@ def implicit_sync_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             and not rarely_runs(a, node)
         ):
             yield _sync(a, node.value, f"formatting `{a.name(node.value)}` in an f-string")
-        elif isinstance(node, ast.Subscript) and node.lineno not in masked:
+        elif isinstance(node, ast.Subscript):
             mask = _bool_mask(a, node)
             on_device = mask is not None and (
                 _maybe_on_device(a, node.value) or _maybe_on_device(a, mask)
             )
             if mask is not None and on_device and not rarely_runs(a, node):
-                masked.add(node.lineno)  # `out[sel] = f(x[sel])`: one finding for the line
-                what = f"indexing `{a.name(node.value)}` with the boolean mask `{a.name(mask)}`"
-                yield _sync(a, node, what + " (its size depends on the values)")
+                masked.append((node.lineno, node.col_offset, node, mask))
+    # `out[sel] = f(x[sel])`: one finding for the line, at its first mask (the hot nodes are
+    # a set: sorted, the choice is the same in every run)
+    seen: set[int] = set()
+    for line, _, node, mask in sorted(masked, key=lambda m: (m[0], m[1])):
+        if line not in seen:
+            seen.add(line)
+            what = f"indexing `{a.name(node.value)}` with the boolean mask `{a.name(mask)}`"
+            yield _sync(a, node, what + " (its size depends on the values)")
 
 
 _MASK_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
