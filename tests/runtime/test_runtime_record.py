@@ -24,3 +24,9 @@ def test_two_syncs_in_a_short_run_are_no_evidence_of_a_sync_per_step() -> None:
     assert not SyncStats(count=2, first_step=3, last_step=7).in_loop
     assert not SyncStats(count=2, first_step=0, last_step=2).in_loop
     assert SyncStats(count=3, first_step=1, last_step=3).in_loop
+
+
+def test_every_fourth_step_is_in_the_loop_and_every_fifth_is_not() -> None:
+    # n syncs are n - 1 gaps apart: steps 0, 4, 8, 12 and 0, 5, 10, 15
+    assert SyncStats(count=4, first_step=0, last_step=12).in_loop
+    assert not SyncStats(count=4, first_step=0, last_step=15).in_loop

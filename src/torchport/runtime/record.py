@@ -48,9 +48,10 @@ class SyncStats:
     def in_loop(self) -> bool:
         # A sync on (nearly) every step stalls the pipeline; one per epoch or every N steps is
         # exactly what the fix recommends, so it must not be flagged.
+        # n syncs spread over `span` steps are n - 1 gaps apart: every 4th step at the most
         span = self.last_step - self.first_step
         enough = self.count >= MIN_SYNCS_IN_LOOP
-        return enough and span > 0 and self.count * SYNC_EVERY_N_STEPS >= span
+        return enough and span > 0 and (self.count - 1) * SYNC_EVERY_N_STEPS >= span
 
 
 LOADER_WINDOW = 8  # batches per window of the wait share (how steady the waiting was)
