@@ -265,7 +265,7 @@ class Interp:
                 Kind.SEQ, fields=tuple(rest.items()), item=join_all(rest.values()) if rest else None
             )
         for param in params:
-            values.setdefault(param.arg, HOST if self._has_default(func, param) else UNKNOWN)
+            values.setdefault(param.arg, self._default(func, param))
         changed = func.analyses == 0
         for name, value in values.items():
             before = func.param_vals.get(name)
@@ -283,14 +283,21 @@ class Interp:
         return self._result(func)
 
     @staticmethod
-    def _has_default(func: FuncInfo, param: ast.arg) -> bool:
+    def _default(func: FuncInfo, param: ast.arg) -> Val:
+        """What a parameter the call leaves out holds: None for ``device=None`` (a factory
+        given it makes a CPU tensor, ``.to(None)`` moves nothing), a host value for another
+        default, unknown without one."""
         args = func.node.args
         plain = [*args.posonlyargs, *args.args]
-        if param in plain:
-            return plain.index(param) >= len(plain) - len(args.defaults)
-        if param in args.kwonlyargs:
-            return args.kw_defaults[args.kwonlyargs.index(param)] is not None
-        return False
+        default: ast.expr | None = None
+        if param in plain and plain.index(param) >= len(plain) - len(args.defaults):
+            default = args.defaults[plain.index(param) - (len(plain) - len(args.defaults))]
+        elif param in args.kwonlyargs:
+            default = args.kw_defaults[args.kwonlyargs.index(param)]
+        if default is None:
+            return UNKNOWN
+        none = isinstance(default, ast.Constant) and default.value is None
+        return NONE if none else HOST
 
     def _result(self, func: FuncInfo) -> Val:
         if func.ret is not None:

@@ -168,7 +168,7 @@ def target_place(c: Invocation, name: str) -> tuple[Place | None, frozenset[Orig
 
 def _written(c: Invocation, key: str = "device") -> tuple[Place, frozenset[Origin]]:
     found = c.kwargs.get(key)
-    if found is None:
+    if found is None or found[1].kind is Kind.NONE:  # `device=None`: the default, the CPU
         return Place.HOST, frozenset()
     place, follows = device_value_place(found[1])
     return (place or Place.ANY), follows
