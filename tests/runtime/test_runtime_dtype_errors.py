@@ -35,6 +35,15 @@ def test_an_integer_matrix_product_on_the_device_fails_as_on_a_gpu() -> None:
     assert found.fix is not None and ".float()" in found.fix.title
 
 
+def test_an_integer_average_pooling_on_the_device_fails_as_on_a_gpu() -> None:
+    refused = pytest.raises(RuntimeError, match="avg_pool2d_out_cuda_frame")
+    with watch("cuda") as w, refused:
+        labels = torch.randint(0, 3, (1, 1, 8, 8), device="cuda")
+        F.avg_pool2d(labels, 2, divisor_override=1)  # pooled here
+    [found] = _dtype_errors(w)
+    assert found.location is not None and found.location.line == _line("# pooled here")
+
+
 def test_a_floating_matrix_product_on_the_device_runs() -> None:
     with watch("cuda") as w:
         out = torch.ones(4, 4, device="cuda") @ torch.eye(4, device="cuda")

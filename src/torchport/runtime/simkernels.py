@@ -1,8 +1,9 @@
 """Kernels CUDA lacks or refuses: under ``--simulate cuda`` such an op fails as on a GPU.
 
 The simulated device computes on the CPU, which has kernels CUDA does not: an integer matrix
-product (``adj @ one_hot`` of two int64 tensors) or a bilinear resize of uint8 frames runs on
-the CPU and stops on a GPU with '"addmm_cuda" not implemented for 'Long''. Simulated CUDA
+product (``adj @ one_hot`` of two int64 tensors), an average pooling of int64 labels or a
+bilinear resize of uint8 frames runs on the CPU and stops on a GPU with '"addmm_cuda" not
+implemented for 'Long''. Simulated CUDA
 autocast runs as CPU autocast, which allows ``binary_cross_entropy``; CUDA autocast refuses
 it. The check is one set look-up per op.
 """
@@ -38,9 +39,20 @@ INTEGER_RESIZES: dict[Any, str] = {
     )
     for op in (getattr(_aten, name).default, getattr(_aten, name).vec)
 }
+# Average pooling: the CPU's kernels also take int64 (with `divisor_override`), CUDA's floating
+# dtypes only (pytorch/pytorch#139115)
+INTEGER_POOLS: dict[Any, str] = {
+    _aten.avg_pool2d.default: "avg_pool2d_out_cuda_frame",
+    _aten.avg_pool3d.default: "avg_pool3d_out_cuda_frame",
+}
 # aten ops CUDA autocast refuses to run (a float16 sigmoid output's log saturates)
 BANNED_UNDER_AUTOCAST = frozenset({_aten.binary_cross_entropy.default})
-CHECKED = frozenset(INTEGER_MATMULS) | frozenset(INTEGER_RESIZES) | BANNED_UNDER_AUTOCAST
+CHECKED = (
+    frozenset(INTEGER_MATMULS)
+    | frozenset(INTEGER_RESIZES)
+    | frozenset(INTEGER_POOLS)
+    | BANNED_UNDER_AUTOCAST
+)
 # Whether each simulated-device autocast region entered and not yet left is enabled, innermost
 # last (simulate.py keeps it): inside the op, autocast's own TLS reads as off.
 device_autocast: list[bool] = []
@@ -69,6 +81,8 @@ def check(func: Any, args: tuple[Any, ...]) -> None:
         return
     if func in INTEGER_RESIZES:
         kernel, what = INTEGER_RESIZES[func], "no integer linear, bilinear or bicubic resize"
+    elif func in INTEGER_POOLS:
+        kernel, what = INTEGER_POOLS[func], "no integer average pooling"
     else:
         kernel, what = INTEGER_MATMULS[func], "no integer matrix product"
     raise RuntimeError(
