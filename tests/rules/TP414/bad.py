@@ -42,3 +42,25 @@ class Trainer:
     def fit(self, val_set):
         val_loader = self._loader(val_set)
         return self.evaluate(val_loader).item()  # rank 0 stops early on its shard's loss
+
+
+@torch.no_grad()
+def rank_queries(model, loader, device):
+    mrr = torch.zeros((), device=device)
+    n = torch.zeros((), device=device)
+    for q, pos in loader:
+        scores = model(q.to(device))
+        rank = (scores > scores.gather(1, pos.to(device)[:, None])).sum(1) + 1  # a tensor gather
+        mrr += (1.0 / rank).sum()
+        n += len(pos)
+    return {"mrr": mrr / n}
+
+
+def fit(model, val_loader, device):
+    return rank_queries(model, val_loader, device)["mrr"].item()
+
+
+def launch(model, val_set, local_rank):
+    model = DDP(model.to(local_rank), device_ids=[local_rank])
+    val_loader = DataLoader(val_set, batch_size=32, sampler=DistributedSampler(val_set))
+    return fit(model, val_loader, local_rank)

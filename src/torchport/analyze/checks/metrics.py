@@ -50,7 +50,7 @@ def _evaluations_of_shards(a: Analysis) -> Iterator[tuple[Func, ast.expr]]:
     are handed a split loader at some call, with that argument."""
     for call in a.calls:
         func = a.own_callee(call)
-        if func is None or not _evaluates(func):
+        if func is None or not _evaluates(a, func):
             continue
         for arg in call.args:
             if isinstance(arg, ast.Name) and _split_loader(a, arg, call.lineno):
@@ -58,18 +58,38 @@ def _evaluations_of_shards(a: Analysis) -> Iterator[tuple[Func, ast.expr]]:
                 break
 
 
-def _evaluates(func: Func) -> bool:
-    names = {last_name(n.func) for n in walk_local(func) if isinstance(n, ast.Call)}
+# Also tensor methods (`scores.gather(1, idx)`): a collective only as torch.distributed's.
+_TENSOR_METHODS_TOO = frozenset({"gather", "reduce"})
+
+
+def _evaluates(a: Analysis, func: Func) -> bool:
+    calls = [n for n in walk_local(func) if isinstance(n, ast.Call)]
+    names = {last_name(c.func) for c in calls}
+    combines = any(
+        last_name(c.func) in _COMBINING
+        and (
+            last_name(c.func) not in _TENSOR_METHODS_TOO
+            or (a.qualname(c.func) or "").startswith("torch.distributed.")
+        )
+        for c in calls
+    )
     loops = any(isinstance(n, ast.For) for n in walk_local(func))
-    return loops and "backward" not in names and not names & _COMBINING
+    return loops and "backward" not in names and not combines
 
 
-def _split_loader(a: Analysis, name: ast.Name, line: int) -> bool:
+def _split_loader(a: Analysis, name: ast.Name, line: int, depth: int = 2) -> bool:
     """``name`` holds a DataLoader over a rank's part: ``sampler=DistributedSampler(...)``, a
-    ``Subset(..., range(rank, n, world))``, or what a same-file function making one returns."""
+    ``Subset(..., range(rank, n, world))``, or what a same-file function making one returns;
+    a parameter every caller hands one (``train(model, train_loader, val_loader)``)."""
     made = assigned_value(a, name, line)
     if made is None:
         made = _unpacked_from(a, name, line)
+    if made is None and depth > 0:
+        owner = a.function_of(name)
+        given = a.given(owner, name.id) if owner is not None else []
+        return bool(given) and all(
+            isinstance(g, ast.Name) and _split_loader(a, g, g.lineno, depth - 1) for g in given
+        )
     if not isinstance(made, ast.Call):
         return False
     if a.qualname(made.func) == "torch.utils.data.DataLoader":
