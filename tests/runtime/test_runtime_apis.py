@@ -460,3 +460,20 @@ def test_a_default_cuda_device_in_a_rank_that_never_chose_its_gpu_is_tp418(
             dist.destroy_process_group()
     found = [f.location.line for f in w.findings if f.code == "TP418" and f.location is not None]
     assert found == ([] if chose_gpu else [_line("every rank on GPU 0")])
+
+
+def _one_epoch(loader: DataLoader[tuple[torch.Tensor, ...]]) -> None:
+    for _ in loader:  # a pass over the loader
+        pass
+
+
+def test_a_sampler_without_set_epoch_names_where_its_loader_was_iterated() -> None:
+    with watch("cuda") as w:
+        dataset = TensorDataset(torch.randn(8, 2))
+        sampler = DistributedSampler(dataset, num_replicas=1, rank=0)
+        loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+        for _ in range(2):
+            _one_epoch(loader)  # the epoch loop's call
+    [found] = [f for f in w.findings if f.code == "TP403"]
+    lines = [r.line for r in found.related]
+    assert lines == [_line("a pass over the loader"), _line("the epoch loop's call")]

@@ -23,7 +23,7 @@ from torchport.findings import Fix
 from torchport.rules.distributed import DistributedSamplerUnused, SamplerWithoutSetEpoch
 from torchport.rules.transfer import LoaderWithoutPinMemory
 from torchport.runtime.patching import Patches
-from torchport.runtime.sites import Site, tensor_leaves, user_site
+from torchport.runtime.sites import Site, tensor_leaves, user_caller, user_site
 
 if TYPE_CHECKING:
     from torchport.runtime.observer import Observer
@@ -50,6 +50,9 @@ class _SamplerState:
         self.shuffle = shuffle
         self.passes = 0
         self.epoch_set = False
+        # where a pass began (the user's `for` over the loader) and the line calling that
+        # function (an epoch loop around `train_one_epoch(loader)`): where set_epoch belongs
+        self.iterated: tuple[Site, ...] = ()
 
 
 class SamplerMonitor:
@@ -95,6 +98,9 @@ class SamplerMonitor:
         state = self._samplers.get(sampler)
         if state is not None:
             state.passes += 1
+            if not state.iterated:
+                found = (user_site("for ... in loader"), user_caller())
+                state.iterated = tuple(site for site in found if site is not None)
         return original(sampler)
 
     def _set_epoch(self, original: Any, sampler: Any, epoch: int) -> None:
@@ -113,6 +119,7 @@ class SamplerMonitor:
                         "same order",
                         None if state.site is None else state.site.location(),
                         Fix("call sampler.set_epoch(epoch) at the start of every epoch"),
+                        related=tuple(site.location() for site in state.iterated),
                     ),
                     state.site,
                 )
