@@ -52,8 +52,10 @@ class ClipWithoutUnscale(Rule):
 @register
 class Float16AutocastWithoutScaler(Rule):
     """## What it does
-    Flags a training step under float16 autocast (an explicit `dtype=torch.float16`, or the
-    CUDA default) in a file that never creates a `GradScaler`.
+    Flags a training step under float16 autocast (an explicit `dtype=torch.float16`, a dtype
+    chosen from options that include it, such as `{"float16": torch.float16, ...}[cfg.dtype]`,
+    or the CUDA default) in a file that never creates a `GradScaler`; also an autocast made
+    before the loop and entered by name (`ctx = torch.autocast(...)`, `with ctx:`).
 
     ## Why is this bad?
     float16 gradients smaller than about 6e-5 flush to zero. Without loss scaling, updates

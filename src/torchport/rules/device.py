@@ -237,7 +237,8 @@ class CpuTensorThenMoved(Rule):
 class TensorAttributeNotBuffer(Rule):
     """## What it does
     Flags a tensor assigned as a plain attribute (`self.scale = torch.ones(n)`) in the
-    `__init__` of an `nn.Module`.
+    `__init__` of an `nn.Module` (or of a layer subclass such as `class BinaryConv(nn.Conv2d)`),
+    or in a method `__init__` calls (`self.set_schedule(...)`).
 
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers only: the plain tensor stays on the CPU
@@ -486,7 +487,9 @@ class OptimizerStateLoadedBeforeMove(Rule):
     """## What it does
     Flags `optimizer.load_state_dict(...)` (directly, or in a same-file helper that receives
     the optimizer) when the model whose parameters the optimizer holds is moved with
-    `.to(device)` or `.cuda()` later in the same function.
+    `.to(device)` or `.cuda()` later in the same function, or by the caller of a helper that
+    builds the model, loads the optimizer and returns the model unmoved. At run time, a device
+    error in the step names the `load_state_dict` line.
 
     ## Why is this bad?
     `Optimizer.load_state_dict` casts the loaded state (Adam's moments, say) to the device

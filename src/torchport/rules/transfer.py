@@ -112,7 +112,10 @@ class PinMemoryOnMainThread(Rule):
 @register
 class ItemInHotLoop(Rule):
     """## What it does
-    Flags `.item()` and `.tolist()` on a tensor inside the hot loop.
+    Flags `.item()` and `.tolist()` on a tensor inside the hot loop, and `scaler.get_scale()`
+    (which reads the loss scale with `.item()`) at every step. The hot loop includes the
+    same-file functions it calls, callbacks dispatched over a list (`cb.on_batch_end(...)`)
+    and hooks registered with `register_hook`/`register_forward_hook`.
 
     ## Why is this bad?
     Reading a value on the host waits for every queued kernel to finish: the GPU runs dry
@@ -189,7 +192,9 @@ class DeviceToHostInHotLoop(Rule):
 class ImplicitSyncInHotLoop(Rule):
     """## What it does
     Flags `float(t)`, `int(t)`, `bool(t)`, `print(t)` and `if t:` on a tensor inside the hot
-    loop.
+    loop, ops whose output size depends on the values (`torch.unique`, `nonzero`), and
+    boolean-mask indexing (`x[x > 0]`, `out[sel] = f(x[sel])` after `sel = types == t`; not a
+    number written through a mask, `x[mask] = 0.0`, which is a `masked_fill_`).
 
     ## Why is this bad?
     Each one reads the tensor's value on the host, which waits for the GPU to finish all
