@@ -27,3 +27,9 @@ def ratios(total, parts):
 def resize(frames):
     x = torch.zeros(8, 3, 64, 64, dtype=torch.uint8).to(device)
     return F.interpolate(x, size=(32, 32), mode="nearest")
+
+
+def patch_votes_float(seg, patch, device):
+    seg = seg.cuda()
+    mask = (seg == 1).float().unsqueeze(1)
+    return torch.nn.functional.avg_pool2d(mask, patch, divisor_override=1).long()

@@ -162,6 +162,13 @@ class Analysis(FileContext):
         val = placement.interp.events.values.get(id(node))
         return val is not None and val.kind is Kind.TENSOR
 
+    def flow_dtype(self, node: ast.expr) -> str | None:
+        """The dtype the placement analysis saw ``node`` evaluate to (``int64`` after
+        ``.long()``), wherever it ran; None when it did not know."""
+        placement = self.placement
+        val = placement.interp.events.values.get(id(node)) if placement is not None else None
+        return None if val is None else val.dtype
+
     @cached_property
     def _names_an_accelerator(self) -> bool:
         """Whether the file holds anything that puts a tensor on an accelerator for sure: a

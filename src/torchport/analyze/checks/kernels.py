@@ -1,6 +1,7 @@
-"""Static detectors of ops CUDA refuses where the CPU runs them: integer matrix products and
-bilinear/bicubic resizing of uint8 images (TP321), binary cross-entropy under autocast
-(TP322), and an autocast given a device where it takes a device type (TP324)."""
+"""Static detectors of ops CUDA refuses where the CPU runs them: integer matrix products,
+integer average pooling and bilinear/bicubic resizing of uint8 images (TP321), binary
+cross-entropy under autocast (TP322), and an autocast given a device where it takes a device
+type (TP324)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,31 @@ def no_device_kernel_for_dtype(a: Analysis) -> Iterator[Finding]:
             Fix("multiply float32 copies (`.float()`) and cast the product back"),
         )
     yield from _uint8_resizes(a)
+    yield from _integer_pools(a)
+
+
+_AVG_POOLS = ("torch.nn.functional.avg_pool2d", "torch.nn.functional.avg_pool3d")
+
+
+def _integer_pools(a: Analysis) -> Iterator[Finding]:
+    """``F.avg_pool2d(mask.long(), k, divisor_override=1)``: the CPU pools int64, CUDA's kernel
+    takes floating dtypes only (pytorch/pytorch#139115)."""
+    for call in a.call_named(*_AVG_POOLS):
+        if not call.args:
+            continue
+        pooled = a.info(call.args[0])
+        if pooled is not None and pooled.kind == K.TENSOR:
+            dtype, on_device = pooled.dtype, pooled.device != "cpu"
+        else:  # followed across the file: `mask = (seg == c).long()` of a batch moved there
+            dtype, on_device = a.flow_dtype(call.args[0]), a.placed_on_device(call.args[0])
+        if dtype not in _INTEGERS or not on_device:
+            continue
+        yield R.NoDeviceKernelForDtype.finding(
+            f"`{a.name(call)}` average-pools an {dtype} tensor: CUDA has no integer "
+            "kernel for it (the CPU has); pool a float copy (`.float()`) and round back",
+            a.loc(call),
+            Fix("pool `x.float()` (sums stay exact in float32 below 2**24)"),
+        )
 
 
 def _products(a: Analysis) -> Iterator[tuple[ast.expr, ast.expr, ast.AST]]:
