@@ -35,6 +35,7 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
         assert isinstance(node, _LOOPS)
         if node not in hot and _is_hot(ctx, node):
             _mark(ctx, node.body, hot, todo)
+            todo.extend(_batch_generators(ctx, node))
     for comp in ctx.of_type(*_COMPREHENSIONS):
         # ``[step(b) for b in loader]``, ``sum(run(b) for b in loader)``: a loop over batches
         generators = getattr(comp, "generators", [])
@@ -48,6 +49,19 @@ def hot_nodes(ctx: FileContext) -> set[ast.AST]:
             seen.add(func)
             _mark(ctx, func.body, hot, todo)
     return hot
+
+
+def _batch_generators(ctx: FileContext, loop: ast.AST) -> list[Func]:
+    """``for s, a in buffer.minibatches(n, k)``: a generator of the file the hot loop draws its
+    batches from runs (up to each ``yield``) once per step too."""
+    iterable = getattr(loop, "iter", None)
+    if not isinstance(iterable, ast.Call):
+        return []
+    return [
+        func
+        for func in _callees(ctx, iterable)
+        if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in walk_local(func))
+    ]
 
 
 # Hooks autograd or a module calls at every backward or forward: their bodies run every step.

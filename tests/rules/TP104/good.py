@@ -6,3 +6,19 @@ half = torch.ones(16).to(torch.float16)
 x = torch.zeros(4).to(device, non_blocking=True)
 g = torch.Generator().manual_seed(0)
 noise = torch.randn(4, generator=g).to(device)  # a seeded CPU stream: drawn on the CPU
+
+
+class DeviceReplay:
+    def __init__(self, n, dim):
+        self.states = torch.zeros(n, dim, device="cuda")
+
+    def minibatches(self, count, size):
+        for _ in range(count):
+            picks = torch.randperm(len(self.states), device="cuda")[:size]
+            yield self.states[picks]
+
+
+def update_on_device(policy, optimizer, replay):
+    for states in replay.minibatches(8, 32):
+        policy(states).sum().backward()
+        optimizer.step()

@@ -166,6 +166,35 @@ def cpu_tensor_then_moved(a: Analysis) -> Iterator[Finding]:
             a.loc(call),
             fix,
         )
+    yield from _numpy_indices(a)
+
+
+def _numpy_indices(a: Analysis) -> Iterator[Finding]:
+    """``buffer[picks]`` at every step, ``picks = np.random.choice(...)`` and ``buffer`` on the
+    device: the indices are drawn on the host and copied to the device for each batch."""
+    if "random" not in a.source:
+        return
+    for node in a.hot:
+        if not isinstance(node, ast.Subscript) or not isinstance(node.slice, ast.Name):
+            continue
+        drawn = assigned_value(a, node.slice, node.lineno)
+        if not isinstance(drawn, ast.Call):
+            continue
+        q = a.qualname(drawn.func) or ""
+        if not q.startswith("numpy.random."):
+            continue
+        info = a.info(node.value)
+        if (info is None or info.device != "accel") and not a.placed_on_device(node.value):
+            continue
+        yield R.CpuTensorThenMoved.finding(
+            f"`{a.name(node)}` indexes a tensor on the device with `{node.slice.id}`, drawn by "
+            f"`{q.replace('numpy.', 'np.', 1)}` on the host: the indices are copied to the device "
+            "at every step; draw them there (`torch.randint(n, (k,), device=...)`, "
+            "`torch.randperm(n, device=...)[:k]`)",
+            a.loc(node),
+            Fix("draw the indices on the device with torch.randint/torch.randperm"),
+            related=(a.loc(drawn),),
+        )
 
 
 def _self_assignments(a: Analysis) -> Iterator[tuple[ast.Assign, ast.Attribute, str]]:
