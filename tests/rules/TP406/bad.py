@@ -19,3 +19,15 @@ class RunningMean:
 
     def count(self, batch):
         return self._reduce(torch.tensor(batch.shape[0]))
+
+
+def reduce_mean(value):
+    value = value.clone()  # a copy, on the same device
+    dist.all_reduce(value)
+    value /= dist.get_world_size()
+    return value
+
+
+def epoch_end(scores):
+    auc = torch.tensor(float(scores.mean()))
+    return reduce_mean(auc)

@@ -387,7 +387,7 @@ def _given_through_helper(a: Analysis, arg: ast.expr) -> list[ast.expr]:
     func = a.function_of(arg)
     if not isinstance(arg, ast.Name) or func is None:
         return [arg]
-    if not is_parameter(func, arg.id) or rebinds(func, arg.id):
+    if not is_parameter(func, arg.id) or rebinds(func, arg.id, copies_too=False):
         return [arg]
     return [given for given in a.given(func, arg.id) if given is not None]
 

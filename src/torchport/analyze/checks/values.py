@@ -84,12 +84,32 @@ def is_parameter(func: Func, name: str) -> bool:
     return any(p is not None and p.arg == name for p in params)
 
 
-def rebinds(func: Func, name: str) -> bool:
-    """Whether ``func`` itself stores to ``name`` (an assignment, a loop variable...)."""
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for n in walk_local(func)
-    )
+def rebinds(func: Func, name: str, copies_too: bool = True) -> bool:
+    """Whether ``func`` itself stores to ``name`` (an assignment, a loop variable...); with
+    ``copies_too=False``, ``value = value.clone()`` (or ``.detach()``: the same tensor's copy,
+    on its device) and ``value /= n`` (in place on a tensor) do not count."""
+    in_place = {id(n.target) for n in walk_local(func) if isinstance(n, ast.AugAssign)}
+    for node in walk_local(func):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)):
+            continue
+        if copies_too or not (id(node) in in_place or _copy_of_itself(func, node, name)):
+            return True
+    return False
+
+
+def _copy_of_itself(func: Func, target: ast.Name, name: str) -> bool:
+    for stmt in walk_local(func):
+        if isinstance(stmt, ast.Assign) and stmt.targets == [target]:
+            value = stmt.value
+            while (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in ("clone", "detach")
+                and not value.args
+            ):
+                value = value.func.value
+            return isinstance(value, ast.Name) and value.id == name and value is not stmt.value
+    return False
 
 
 def parameter_defaults(func: Func) -> dict[str, ast.expr]:
