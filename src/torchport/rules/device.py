@@ -238,7 +238,9 @@ class TensorAttributeNotBuffer(Rule):
     """## What it does
     Flags a tensor assigned as a plain attribute (`self.scale = torch.ones(n)`) in the
     `__init__` of an `nn.Module` (or of a layer subclass such as `class BinaryConv(nn.Conv2d)`),
-    or in a method `__init__` calls (`self.set_schedule(...)`).
+    or in a method `__init__` calls (`self.set_schedule(...)`); also
+    `setattr(self, f"pos_embed{i}", table)` of a tensor made on the CPU (a warning: the name is
+    built at run time, so whether `forward` moves it is not known).
 
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers only: the plain tensor stays on the CPU

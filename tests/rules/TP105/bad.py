@@ -31,3 +31,16 @@ class BinaryConv(nn.Conv2d):
     def set_schedule(self, k, t, device=None):
         self.k = torch.tensor([k], device=device)  # set up from __init__, never a buffer
         self.t = torch.tensor([t], device=device)
+
+
+def sincos_table(n, dim):
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    return torch.sin(pos / 10000 ** (torch.arange(dim) / dim))
+
+
+class Encoder(nn.Module):
+    def __init__(self, levels):
+        super().__init__()
+        for i in levels:
+            table = sincos_table(16 * i, 32)
+            setattr(self, f"pos_embed{i}", table)  # a plain attribute under a built name

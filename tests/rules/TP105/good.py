@@ -28,3 +28,10 @@ class FromHelper(nn.Module):
 
     def make_scale(self, n):
         return nn.Parameter(torch.ones(n))
+
+
+class EncoderWithBuffers(nn.Module):
+    def __init__(self, levels):
+        super().__init__()
+        for i in levels:
+            self.register_buffer(f"pos_embed{i}", torch.zeros(16 * i, 32), persistent=False)

@@ -162,6 +162,19 @@ class Analysis(FileContext):
         val = placement.interp.events.values.get(id(node))
         return val is not None and val.kind is Kind.TENSOR
 
+    def placed_on_host(self, node: ast.expr) -> bool:
+        """Whether the placement analysis saw ``node`` evaluate to a tensor made on the host
+        wherever it ran (a helper's ``torch.arange(n)`` table, never moved)."""
+        placement = self.placement
+        if placement is None:
+            return False
+        from torchport.analyze.flow.values import Kind, Place
+
+        val = placement.interp.events.values.get(id(node))
+        if val is None or val.kind is not Kind.TENSOR or not val.origins:
+            return False
+        return placement.places(val) == {Place.HOST}
+
     def flow_dtype(self, node: ast.expr) -> str | None:
         """The dtype the placement analysis saw ``node`` evaluate to (``int64`` after
         ``.long()``), wherever it ran; None when it did not know."""

@@ -11,7 +11,7 @@ from torchport.analyze.checks.values import assigned_value, collates_elsewhere, 
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at
 from torchport.analyze.infer import device_of, keyword
-from torchport.findings import Edit, Finding, Fix, Safety
+from torchport.findings import Edit, Finding, Fix, Safety, Severity
 from torchport.rules import device as R
 
 _DISCARDABLE = K.DEVICE_MOVES | set(K.DTYPE_CASTS)
@@ -242,6 +242,45 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
                 Safety.UNSAFE,
             ),
         )
+    yield from _setattr_tensors(a)
+
+
+def _setattr_tensors(a: Analysis) -> Iterator[Finding]:
+    """``setattr(self, f"pos_embed{i}", table)`` in a module's set-up, ``table`` a tensor made
+    on the CPU (by a factory or a helper of the file): a plain attribute under another name."""
+    if "setattr" not in a.source or "setattr" in a.imports:
+        return
+    for call in a.calls:
+        if not (isinstance(call.func, ast.Name) and call.func.id == "setattr"):
+            continue
+        func = a.function_of(call)
+        cls = a.class_of(func) if func is not None else None
+        if func is None or cls is None or cls.name not in a.module_classes:
+            continue
+        if len(call.args) != 3 or not _is_self(call.args[0]) or not _set_up(a, func):
+            continue
+        value: ast.expr | None = call.args[2]
+        if isinstance(value, ast.Name):
+            value = assigned_value(a, value, call.lineno)
+        if not isinstance(value, ast.Call):
+            continue
+        q = a.qualname(value.func)
+        made_on_host = _cpu_tensor(a, value) or a.placed_on_host(value)
+        if q not in K.FACTORIES and q != "torch.from_numpy" and not made_on_host:
+            continue
+        yield R.TensorAttributeNotBuffer.finding(
+            f"`{a.name(call)}` in `{cls.name}.{func.name}` sets a plain tensor attribute: "
+            f"`{cls.name}().to(device)` leaves it on the CPU; use "
+            "`self.register_buffer(name, tensor, persistent=False)`",
+            a.loc(call),
+            Fix("register it: `self.register_buffer(name, tensor, persistent=False)`"),
+            # read under a name built at run time: whether forward moves it is not known
+            severity=Severity.WARNING,
+        )
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
 def _set_up(a: Analysis, func: Func) -> bool:
