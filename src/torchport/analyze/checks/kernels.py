@@ -46,6 +46,17 @@ def no_device_kernel_for_dtype(a: Analysis) -> Iterator[Finding]:
     yield from _integer_pools(a)
 
 
+def _integer_on_device(a: Analysis, node: ast.expr) -> str | None:
+    """The integer dtype of ``node`` when it may be on the device: inferred where it is made,
+    or followed across the file (``mask = (seg == c).long()`` of a batch moved there)."""
+    info = a.info(node)
+    if info is not None and info.kind == K.TENSOR:
+        dtype, on_device = info.dtype, info.device != "cpu"
+    else:
+        dtype, on_device = a.flow_dtype(node), a.placed_on_device(node)
+    return dtype if dtype in _INTEGERS and on_device else None
+
+
 _AVG_POOLS = ("torch.nn.functional.avg_pool2d", "torch.nn.functional.avg_pool3d")
 
 
@@ -53,14 +64,8 @@ def _integer_pools(a: Analysis) -> Iterator[Finding]:
     """``F.avg_pool2d(mask.long(), k, divisor_override=1)``: the CPU pools int64, CUDA's kernel
     takes floating dtypes only (pytorch/pytorch#139115)."""
     for call in a.call_named(*_AVG_POOLS):
-        if not call.args:
-            continue
-        pooled = a.info(call.args[0])
-        if pooled is not None and pooled.kind == K.TENSOR:
-            dtype, on_device = pooled.dtype, pooled.device != "cpu"
-        else:  # followed across the file: `mask = (seg == c).long()` of a batch moved there
-            dtype, on_device = a.flow_dtype(call.args[0]), a.placed_on_device(call.args[0])
-        if dtype not in _INTEGERS or not on_device:
+        dtype = _integer_on_device(a, call.args[0]) if call.args else None
+        if dtype is None:
             continue
         yield R.NoDeviceKernelForDtype.finding(
             f"`{a.name(call)}` average-pools an {dtype} tensor: CUDA has no integer "
@@ -90,10 +95,7 @@ def _uint8_resizes(a: Analysis) -> Iterator[Finding]:
         mode = keyword(call, "mode")
         if not (isinstance(mode, ast.Constant) and mode.value in _SMOOTH_MODES) or not call.args:
             continue
-        image = a.info(call.args[0])
-        if image is None or image.kind != K.TENSOR or image.dtype != "uint8":
-            continue
-        if image.device == "cpu":
+        if _integer_on_device(a, call.args[0]) != "uint8":
             continue
         yield R.NoDeviceKernelForDtype.finding(
             f"`{a.name(call)}` resizes a uint8 image with mode {mode.value!r}: CUDA has no "
