@@ -8,7 +8,7 @@ from torchport.rules.registry import Rule, register
 __all__: list[str] = []
 
 
-# --- runtime rules (run): TP356 ------------------------------------------------------------
+# --- runtime rules (run), also a static suggestion: TP356 --------------------------------
 
 
 @register
@@ -19,6 +19,10 @@ class Float16OptimizerEpsilon(Rule):
     parameters with an `eps` that float16 rounds to 0, such as the default `1e-8`. The
     finding is at the line that built the optimizer; its related line is where the parameters
     became float16 (`model.half()`, `.to(dtype=torch.float16)`), when the run saw it.
+
+    `check` suggests it (info) for such an optimizer in a file that casts a model to float16,
+    also on its GPU path (`dtype = torch.float16 if cuda else torch.float32`): the code alone
+    does not say which parameters it steps.
 
     ## Why is this bad?
     The optimizer keeps its moments in the parameters' dtype. In float16 the squared

@@ -8,12 +8,18 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, module_cast_dtype, parameter_defaults
+from torchport.analyze.checks.values import (
+    assigned_value,
+    dtype_of,
+    module_cast_dtype,
+    parameter_defaults,
+)
 from torchport.analyze.context import is_self_attr
 from torchport.analyze.edits import ensure_import, replace_node
 from torchport.analyze.infer import keyword
-from torchport.findings import Finding, Fix, Safety
+from torchport.findings import Finding, Fix, Safety, Severity
 from torchport.rules import dtype as R
+from torchport.rules import optimizers as O
 
 FLOAT16_MAX = 65504.0
 FLOAT16_SMALLEST = 5.96e-8  # the smallest positive float16 (a subnormal); less rounds to 0
@@ -297,3 +303,68 @@ def _float_casts(a: Analysis, arg: ast.expr) -> list[ast.AST]:
 def _is_batch(a: Analysis, arg: ast.expr) -> bool:
     info = a.info(arg)
     return info is not None and info.kind == K.TENSOR and info.batch
+
+
+# Optimizers that divide by `sqrt(v) + eps`, and their default eps.
+_EPS_OPTIMIZERS = {
+    "torch.optim.Adam": 1e-8,
+    "torch.optim.AdamW": 1e-8,
+    "torch.optim.NAdam": 1e-8,
+    "torch.optim.RAdam": 1e-8,
+    "torch.optim.Adamax": 1e-8,
+    "torch.optim.Adagrad": 1e-10,
+    "torch.optim.RMSprop": 1e-8,
+}
+_ROUNDS_TO_ZERO = 2.0**-25  # half the smallest float16 subnormal
+
+
+@detector(O.Float16OptimizerEpsilon)
+def float16_optimizer_epsilon(a: Analysis) -> Iterator[Finding]:
+    """An Adam-family optimizer whose eps float16 rounds to 0, in a file that casts a model to
+    float16 (on its GPU path, too): a suggestion, as which parameters it steps is not evident
+    from the code (a float16 teacher beside a float32 student is fine)."""
+    if "float16" not in a.source and "half" not in a.source:
+        return
+    casts = [call for call in a.calls if _half_cast(a, call)]
+    if not casts:
+        return
+    for call in a.call_named(*_EPS_OPTIMIZERS):
+        given = keyword(call, "eps")
+        eps = _EPS_OPTIMIZERS[a.qualname(call.func) or ""] if given is None else _number(given)
+        if eps is None or not 0 <= eps <= _ROUNDS_TO_ZERO:
+            continue
+        # the cast of the model whose parameters it steps (`model.to(dtype=...)`), if any
+        owner = _parameters_of(a, call)
+        own = [
+            c for c in casts if isinstance(c.func, ast.Attribute) and a.text(c.func.value) == owner
+        ]
+        cast = (own or casts)[0]
+        yield O.Float16OptimizerEpsilon.finding(
+            f"`{a.name(call)}` keeps eps={eps:g}, which is 0 in float16, and this file casts "
+            f"a model to float16 (line {cast.lineno}): if these parameters are float16, "
+            "the update divides by zero once a squared gradient underflows",
+            a.loc(call),
+            Fix("keep float32 parameters (autocast computes in float16), or pass eps=1e-4"),
+            severity=Severity.INFO,
+            related=(a.loc(cast),),
+        )
+
+
+def _half_cast(a: Analysis, call: ast.Call) -> bool:
+    """``model.half()``, ``model.to(dtype=torch.float16)`` (also the GPU arm of a choice)."""
+    if module_cast_dtype(a, call) == "float16":
+        return True
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "to":
+        return False
+    given = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
+    return any(dtype_of(a, g, call.lineno) == "float16" for g in given)
+
+
+def _parameters_of(a: Analysis, optimizer: ast.Call) -> str | None:
+    """``model`` of ``torch.optim.Adam(model.parameters(), ...)``."""
+    for node in ast.walk(optimizer.args[0]) if optimizer.args else ():
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr == "parameters":
+            return a.text(func.value)
+    return None
