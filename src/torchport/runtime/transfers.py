@@ -226,15 +226,26 @@ class TransferHandlers:
         """TP104 once a line has made a host tensor and moved it MIN_MADE_THEN_MOVED times."""
         if origin.path != site.path:
             return
+        self._copied_every_step(
+            site,
+            f"{origin.call} makes a tensor on the CPU that is copied to {dst} right away",
+            f"create it on the device: {origin.call}(..., device=device)",
+        )
+
+    def _copied_every_step(
+        self, site: Site, what: str, fix: str, related: tuple[Site, ...] = ()
+    ) -> None:
+        """TP104 once ``site`` has copied MIN_MADE_THEN_MOVED times (not before: a single copy
+        is set-up, not a step's)."""
         self._made_here[site] += 1
         if self._made_here[site] != MIN_MADE_THEN_MOVED:
             return
         self.o.add(
             CpuTensorThenMoved.finding(
-                f"{origin.call} makes a tensor on the CPU that is copied to {dst} right away, "
-                f"at every step (seen {MIN_MADE_THEN_MOVED} times)",
+                f"{what}, at every step (seen {MIN_MADE_THEN_MOVED} times)",
                 site.location(),
-                Fix(f"create it on the device: {origin.call}(..., device=device)"),
+                Fix(fix),
+                related=tuple(r.location() for r in related),
             ),
             site,
         )
@@ -243,23 +254,14 @@ class TransferHandlers:
         """TP104 once a line has indexed a device tensor with NumPy indices (drawn on the host,
         ``np.random.choice``) MIN_MADE_THEN_MOVED times: each is a copy to the device."""
         site = user_site("tensor[numpy indices]")
-        if site is None:
-            return
-        self._made_here[site] += 1
-        if self._made_here[site] != MIN_MADE_THEN_MOVED:
-            return
-        self.o.add(
-            CpuTensorThenMoved.finding(
+        if site is not None:
+            self._copied_every_step(
+                site,
                 f"a tensor on {dst} is indexed with NumPy indices, which are copied to the "
-                f"device first, at every step (seen {MIN_MADE_THEN_MOVED} times)",
-                site.location(),
-                Fix(
-                    "draw the indices on the device: torch.randint(n, (k,), device=device) or "
-                    "torch.randperm(n, device=device)[:k]"
-                ),
-            ),
-            site,
-        )
+                "device first",
+                "draw the indices on the device: torch.randint(n, (k,), device=device) or "
+                "torch.randperm(n, device=device)[:k]",
+            )
 
     def _attribute_moved(self, source: torch.Tensor, dst: torch.device, site: Site) -> None:
         """TP104 for a plain tensor attribute of a running module (not a buffer: `.to()` on
@@ -268,23 +270,15 @@ class TransferHandlers:
             name = next((k for k, v in vars(module).items() if v is source), None)
             if name is None:
                 continue
-            self._made_here[site] += 1
-            if self._made_here[site] == MIN_MADE_THEN_MOVED:
-                held = holders.assignment_sites(module, name)
-                self.o.add(
-                    CpuTensorThenMoved.finding(
-                        f"`{name}`, a plain tensor attribute of {type(module).__name__} (not a "
-                        f"buffer), is copied to {dst} at every forward (seen "
-                        f"{MIN_MADE_THEN_MOVED} times)",
-                        site.location(),
-                        Fix(
-                            f'register it as a buffer: self.register_buffer("{name}", tensor, '
-                            "persistent=False); model.to(device) then moves it once"
-                        ),
-                        related=tuple(h.location() for h in held),
-                    ),
-                    site,
-                )
+            due = self._made_here[site] == MIN_MADE_THEN_MOVED - 1  # read the source once
+            self._copied_every_step(
+                site,
+                f"`{name}`, a plain tensor attribute of {type(module).__name__} (not a buffer), "
+                f"is copied to {dst} by forward",
+                f'register it as a buffer: self.register_buffer("{name}", tensor, '
+                "persistent=False); model.to(device) then moves it once",
+                tuple(holders.assignment_sites(module, name)) if due else (),
+            )
             return
 
     def _float64_makers(self) -> str:
