@@ -3,9 +3,8 @@
 The simulated device computes on the CPU, which has kernels CUDA does not: an integer matrix
 product (``adj @ one_hot`` of two int64 tensors), an average pooling of int64 labels or a
 bilinear resize of uint8 frames runs on the CPU and stops on a GPU with '"addmm_cuda" not
-implemented for 'Long''. Simulated CUDA
-autocast runs as CPU autocast, which allows ``binary_cross_entropy``; CUDA autocast refuses
-it. The check is one set look-up per op.
+implemented for 'Long''. Simulated CUDA autocast runs as CPU autocast, which allows
+``binary_cross_entropy``; CUDA autocast refuses it. The check is one set look-up per op.
 """
 
 from __future__ import annotations

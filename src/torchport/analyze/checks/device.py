@@ -222,8 +222,7 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
         func = a.function_of(stmt)
         if func is None or not isinstance(stmt.value, ast.Call) or not _set_up(a, func):
             continue
-        q = a.qualname(stmt.value.func)
-        if q not in K.FACTORIES and q != "torch.from_numpy" and not _cpu_tensor(a, stmt.value):
+        if not _made_on_host(a, stmt.value):
             continue
         start, value_start = a.start(stmt), a.start(stmt.value)
         edits = (
@@ -264,9 +263,7 @@ def _setattr_tensors(a: Analysis) -> Iterator[Finding]:
             value = assigned_value(a, value, call.lineno)
         if not isinstance(value, ast.Call):
             continue
-        q = a.qualname(value.func)
-        made_on_host = _cpu_tensor(a, value) or a.placed_on_host(value)
-        if q not in K.FACTORIES and q != "torch.from_numpy" and not made_on_host:
+        if not (_made_on_host(a, value) or a.placed_on_host(value)):
             continue
         yield R.TensorAttributeNotBuffer.finding(
             f"`{a.name(call)}` in `{cls.name}.{func.name}` sets a plain tensor attribute: "
@@ -292,6 +289,12 @@ def _set_up(a: Analysis, func: Func) -> bool:
     return init is not None and any(
         isinstance(n, ast.Call) and is_self_attr(n.func, func.name) for n in walk_local(init)
     )
+
+
+def _made_on_host(a: Analysis, value: ast.Call) -> bool:
+    """A factory or ``torch.from_numpy`` call, or a call evident to return a host tensor."""
+    q = a.qualname(value.func)
+    return q in K.FACTORIES or q == "torch.from_numpy" or _cpu_tensor(a, value)
 
 
 def _cpu_tensor(a: Analysis, value: ast.expr) -> bool:
