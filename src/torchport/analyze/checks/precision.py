@@ -10,7 +10,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import (
     assigned_value,
-    dtype_of,
+    cast_dtype,
     module_cast_dtype,
     parameter_defaults,
 )
@@ -354,11 +354,8 @@ def _half_cast(a: Analysis, call: ast.Call) -> bool:
     """``model.half()``, ``model.to(dtype=torch.float16)`` (also the GPU arm of a choice)."""
     if module_cast_dtype(a, call) == "float16":
         return True
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr != "to":
-        return False
-    given = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
-    return any(dtype_of(a, g, call.lineno) == "float16" for g in given)
+    to = isinstance(call.func, ast.Attribute) and call.func.attr == "to"
+    return to and cast_dtype(a, call) == "float16"
 
 
 def _parameters_of(a: Analysis, optimizer: ast.Call) -> str | None:

@@ -125,18 +125,25 @@ def parameter_defaults(func: Func) -> dict[str, ast.expr]:
 def module_cast_dtype(a: Analysis, call: ast.Call) -> str | None:
     """The dtype ``model.half()``, ``model.bfloat16()`` or ``model.to(<dtype>)`` casts an evident
     module to (``float16``, ``bfloat16``...); None for any other call."""
+    dtype, func = cast_dtype(a, call), call.func
+    if dtype is None or not isinstance(func, ast.Attribute):
+        return None
+    info = a.info(func.value)
+    return dtype if info is not None and info.kind == K.MODULE else None
+
+
+def cast_dtype(a: Analysis, call: ast.Call) -> str | None:
+    """The dtype ``x.half()``, ``x.bfloat16()`` or ``x.to(<dtype>)`` casts to, whatever ``x``
+    is; None for any other call."""
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
     if func.attr in ("half", "bfloat16"):
-        dtype = None if call.args else K.dtype_name(func.attr)
-    elif func.attr == "to":
+        return None if call.args else K.dtype_name(func.attr)
+    if func.attr == "to":
         given = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
-        dtype = next((d for d in (dtype_of(a, g, call.lineno) for g in given) if d), None)
-    else:
-        return None
-    info = a.info(func.value) if dtype is not None else None
-    return dtype if info is not None and info.kind == K.MODULE else None
+        return next((d for d in (dtype_of(a, g, call.lineno) for g in given) if d), None)
+    return None
 
 
 _HALF = ("float16", "bfloat16")
