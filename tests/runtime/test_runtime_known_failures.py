@@ -116,6 +116,33 @@ def test_a_host_tensor_all_reduced_over_simulated_nccl_fails_as_on_a_gpu(
     assert [r.line for r in found.related] == [_line("# made on the host")]
 
 
+@pytest.mark.parametrize("backend", ["nccl", "cpu:gloo,cuda:nccl"])
+def test_a_host_tensor_on_a_group_that_runs_on_gloo_is_not_refused(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    import torch.distributed as dist
+
+    for name, value in {
+        "RANK": "0", "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29800 + os.getpid() % 90),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with watch("cuda") as w:
+        dist.init_process_group(backend)
+        try:
+            # a CPU group for host-side bookkeeping, as real programs make one next to NCCL
+            cpu_group = dist.new_group(backend="gloo")
+            counts = torch.tensor([3.0, 4.0])
+            dist.all_reduce(counts, group=cpu_group)
+            dist.all_reduce(counts, dist.ReduceOp.SUM, cpu_group)
+            if backend.startswith("cpu:"):
+                dist.all_reduce(counts)  # the default group has gloo for the CPU too
+        finally:
+            dist.destroy_process_group()
+    assert not [f for f in w.findings if f.code == "TP152"]
+    assert counts.tolist() == [3.0, 4.0]
+
+
 @pytest.mark.parametrize("wrapped_side", ["model", "checkpoint"])
 def test_a_module_prefix_mismatch_on_loading_is_reported_as_tp417(wrapped_side: str) -> None:
     bare = nn.Linear(3, 2)

@@ -65,16 +65,25 @@ def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
             if args and "backend" not in kwargs and create is original_init:
                 kwargs["backend"], args = args[0], args[1:]
             backend = kwargs.get("backend")
-            if backend is None or "nccl" in str(backend).lower():
+            named = str(backend).lower()
+            # torch >= 2.6 gives an unnamed backend the accelerator's (NCCL on a GPU machine)
+            nccl = (backend is None and create is original_init) or "nccl" in named
+            if nccl:
                 from torchport.runtime.simulate import say_once
 
                 say_once("NCCL (the process group runs on gloo)")
                 kwargs["backend"] = "gloo"
-                simulation.nccl = True
             device_id = kwargs.get("device_id")
             if device_id is not None and simulation.resolve(device_id) is not None:
                 kwargs["device_id"] = None  # gloo binds no CUDA device
-            return create(*args, **kwargs)
+            group = create(*args, **kwargs)
+            # "cpu:gloo,cuda:nccl" and gloo take host tensors; a group made without a backend
+            # has the default group's
+            if create is original_init:
+                simulation.nccl = nccl and "gloo" not in named
+            elif "gloo" in named or (backend is None and not simulation.nccl):
+                simulation.host_groups.append(group)
+            return group
 
         return created
 
@@ -99,13 +108,19 @@ def _device_only(simulation: Simulation, collective: F) -> F:
 
     @functools.wraps(collective)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        if simulation.nccl:
+        if simulation.nccl and not _on_host_group(simulation, args, kwargs):
             for tensor in _tensors(args, kwargs):
                 if type(tensor) is torch.Tensor:  # not a SimTensor: on the host
                     raise _host_tensor(simulation, collective.__name__, tensor)
         return collective(*args, **kwargs)
 
     return checked  # type: ignore[return-value]
+
+
+def _on_host_group(simulation: Simulation, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the collective is given a group that runs on gloo (``group=`` or positional)."""
+    given = [kwargs.get("group"), *args]
+    return any(value is group for value in given for group in simulation.host_groups)
 
 
 def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:

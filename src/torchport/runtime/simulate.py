@@ -112,7 +112,8 @@ class Simulation:
         self._future_flag = False
         self.unsupported: list[str] = []
         self.uses = 0  # how often `resolve` named a simulated device
-        self.nccl = False  # the program asked for NCCL (run on gloo here)
+        self.nccl = False  # the program's default group is NCCL (run on gloo here)
+        self.host_groups: list[Any] = []  # process groups it made on gloo, host tensors welcome
         # `torch.set_default_device("cuda")`: the observer puts factories there
         self.default_device: torch.device | None = None
         # where the program made a tensor (the observer's provenance, set by the watch)
