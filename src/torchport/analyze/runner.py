@@ -7,6 +7,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from torchport.analyze import engine, sources
@@ -26,6 +27,11 @@ class Options:
     unsafe: bool = False
     diff: bool = False
     roots: tuple[Path, ...] = ()  # fixes are written only inside these folders
+
+    @cached_property
+    def codes(self) -> frozenset[str]:
+        """The rules enabled for every file (without per-file-ignores, for any file)."""
+        return frozenset(c for c in DETECTORS if self.config.enabled(c))
 
 
 @dataclass
@@ -77,8 +83,10 @@ def _check_file(path: Path, options: Options) -> FileResult:
         return result
     # without per-file-ignores the selection does not depend on the path (which is costly to
     # resolve once per rule and file)
-    scope = shown if options.config.per_file_ignores else None
-    codes = {c for c in DETECTORS if options.config.enabled(c, scope)}
+    if options.config.per_file_ignores:
+        codes = frozenset(c for c in options.codes if options.config.enabled(c, shown))
+    else:
+        codes = options.codes
     try:
         tree = ast.parse(source.python)
     except SyntaxError as exc:
