@@ -44,6 +44,18 @@ def test_an_integer_average_pooling_on_the_device_fails_as_on_a_gpu() -> None:
     assert found.location is not None and found.location.line == _line("# pooled here")
 
 
+def test_an_integer_max_pooling_on_the_device_fails_as_on_a_gpu() -> None:
+    refused = pytest.raises(RuntimeError, match="max_pool2d_with_indices_out_cuda_frame")
+    with watch("cuda") as w, refused:
+        ids = torch.randint(0, 3, (1, 1, 8, 8), device="cuda")
+        F.max_pool2d(ids, 3, stride=1, padding=1)  # max-pooled here
+    [found] = _dtype_errors(w)
+    assert found.location is not None and found.location.line == _line("# max-pooled here")
+    with watch("cuda") as w:
+        F.max_pool2d(ids.float(), 3, stride=1, padding=1)
+    assert _dtype_errors(w) == []
+
+
 def test_a_floating_matrix_product_on_the_device_runs() -> None:
     with watch("cuda") as w:
         out = torch.ones(4, 4, device="cuda") @ torch.eye(4, device="cuda")

@@ -143,6 +143,31 @@ def test_a_host_tensor_on_a_group_that_runs_on_gloo_is_not_refused(
     assert counts.tolist() == [3.0, 4.0]
 
 
+def test_a_program_that_asked_for_nccl_is_told_nccl_and_takes_its_gpu_branch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch.distributed as dist
+
+    for name, value in {
+        "RANK": "0", "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29700 + os.getpid() % 90),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with watch("cuda") as w:
+        dist.init_process_group("nccl")
+        try:
+            backend = dist.get_backend()
+            device = torch.device("cuda") if backend == "nccl" else torch.device("cpu")
+            stats = torch.tensor([1.0, 2.0], dtype=torch.float64, device=device)
+            gathered = [torch.empty_like(stats)]
+            dist.all_gather(gathered, stats)
+        finally:
+            dist.destroy_process_group()
+    assert backend == "nccl"
+    assert not [f for f in w.findings if f.code == "TP152"]
+    assert len(gathered) == 1 and gathered[0].shape == (2,)
+
+
 @pytest.mark.parametrize("wrapped_side", ["model", "checkpoint"])
 def test_a_module_prefix_mismatch_on_loading_is_reported_as_tp417(wrapped_side: str) -> None:
     bare = nn.Linear(3, 2)

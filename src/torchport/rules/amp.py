@@ -15,7 +15,10 @@ __all__: list[str] = []
 class ClipWithoutUnscale(Rule):
     """## What it does
     Flags `clip_grad_norm_` / `clip_grad_value_` called after `scaler.scale(loss).backward()`
-    without `scaler.unscale_(optimizer)` in between.
+    without `scaler.unscale_(optimizer)` in between, also in an optimizer-step helper that
+    clips before its `scaler.step(optimizer)`. A same-file helper given `model.parameters()`
+    that reads their `.grad` there (a gradient norm for the log) is a warning: it logs the
+    scaled norm.
 
     ## Why is this bad?
     The gradients are still multiplied by the loss scale (65536 at first): the clipping

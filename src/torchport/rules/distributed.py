@@ -392,7 +392,9 @@ class NcclGroupWithoutDevice(Rule):
     Flags `dist.init_process_group` with the NCCL backend (`"nccl"`, or a choice that can be
     `"nccl"`) in a file that never tells the process which GPU is its own: no
     `torch.cuda.set_device(local_rank)`, no `device_id=` for the group, no
-    `CUDA_VISIBLE_DEVICES` set per process.
+    `CUDA_VISIBLE_DEVICES` set per process. Where the file does call `set_device`, flags a
+    tensor made on (or moved to) the index-less `"cuda"` after the group starts and before
+    that call in the same function: it lands on GPU 0 in every process.
 
     ## Why is this bad?
     The current CUDA device of every process stays GPU 0. NCCL's communicators, `barrier()`,

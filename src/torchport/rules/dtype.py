@@ -337,8 +337,8 @@ class NoDeviceKernelForDtype(Rule):
     """## What it does
     Flags an op that the CPU computes for the dtype it is given but CUDA has no kernel for:
     a matrix product of two integer tensors (`one_hot(t).T @ one_hot(p)`, `counts.t() @
-    counts`), and a bilinear or bicubic `F.interpolate` of a uint8 image, in a file that runs
-    on an accelerator.
+    counts`), a bilinear or bicubic `F.interpolate` of a uint8 image, and an average or 2-D max
+    pooling of an integer tensor, in a file that runs on an accelerator.
 
     ## Why is this bad?
     The program runs on the CPU and stops on the GPU: "addmm_cuda" not implemented for

@@ -38,11 +38,12 @@ INTEGER_RESIZES: dict[Any, str] = {
     )
     for op in (getattr(_aten, name).default, getattr(_aten, name).vec)
 }
-# Average pooling: the CPU's kernels also take int64 (with `divisor_override`), CUDA's floating
-# dtypes only (pytorch/pytorch#139115)
+# Pooling: the CPU's kernels also take int64 (average pooling with `divisor_override`), CUDA's
+# floating dtypes only (pytorch/pytorch#139115, and #107412 for 2-D max pooling)
 INTEGER_POOLS: dict[Any, str] = {
     _aten.avg_pool2d.default: "avg_pool2d_out_cuda_frame",
     _aten.avg_pool3d.default: "avg_pool3d_out_cuda_frame",
+    _aten.max_pool2d_with_indices.default: "max_pool2d_with_indices_out_cuda_frame",
 }
 # aten ops CUDA autocast refuses to run (a float16 sigmoid output's log saturates)
 BANNED_UNDER_AUTOCAST = frozenset({_aten.binary_cross_entropy.default})
@@ -81,7 +82,7 @@ def check(func: Any, args: tuple[Any, ...]) -> None:
     if func in INTEGER_RESIZES:
         kernel, what = INTEGER_RESIZES[func], "no integer linear, bilinear or bicubic resize"
     elif func in INTEGER_POOLS:
-        kernel, what = INTEGER_POOLS[func], "no integer average pooling"
+        kernel, what = INTEGER_POOLS[func], "no integer pooling"
     else:
         kernel, what = INTEGER_MATMULS[func], "no integer matrix product"
     raise RuntimeError(

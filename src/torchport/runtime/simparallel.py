@@ -10,6 +10,7 @@ which the simulated tensors (CPU data to C++) satisfy.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -91,8 +92,33 @@ def process_group_patches(simulation: Simulation) -> list[tuple[Any, str, Any]]:
     return [
         (dist, "init_process_group", on_gloo(original_init)),
         (dist, "new_group", on_gloo(dist.new_group)),
+        (dist, "get_backend", _backend_as_asked(simulation, dist.get_backend)),
         *((dist, name, _device_only(simulation, getattr(dist, name))) for name in _COLLECTIVES),
     ]
+
+
+def _backend_as_asked(simulation: Simulation, get_backend: F) -> F:
+    """``dist.get_backend()`` answering "nccl" to the program that asked for NCCL, so that it
+    takes its GPU branch (``device = cuda if backend == "nccl" else cpu``); torch's own code,
+    which drives the gloo group underneath, is told the truth."""
+
+    @functools.wraps(get_backend)
+    def backend(*args: Any, **kwargs: Any) -> Any:
+        found = get_backend(*args, **kwargs)
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        group = kwargs.get("group", args[0] if args else None)
+        on_default = group is None or group is _world_group()
+        if simulation.nccl and on_default and not caller.startswith("torch."):
+            return "nccl"
+        return found
+
+    return backend  # type: ignore[return-value]
+
+
+def _world_group() -> Any:
+    import torch.distributed as dist
+
+    return dist.GroupMember.WORLD
 
 
 # The collectives NCCL runs only on CUDA tensors (gloo, standing in for it, takes host ones).

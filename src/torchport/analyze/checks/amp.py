@@ -11,7 +11,7 @@ from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, module_cast_dtype
 from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.infer import keyword
-from torchport.findings import Finding, Fix, Location
+from torchport.findings import Finding, Fix, Location, Severity
 from torchport.rules import amp as R
 
 _CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_")
@@ -44,20 +44,49 @@ def clip_without_unscale(a: Analysis) -> Iterator[Finding]:
             key=lambda c: (c.lineno, c.col_offset),
         )
         scaled_at = next((c.lineno for c in calls if _scaler_method(a, c, "scale")), None)
-        if scaled_at is None:
+        stepped_at = next((c.lineno for c in calls if _scaler_method(a, c, "step")), None)
+        if scaled_at is None and stepped_at is None:
             continue
         unscaled = [c.lineno for c in calls if _scaler_method(a, c, "unscale_")]
         for call in calls:
-            if a.qualname(call.func) not in _CLIPS or call.lineno < scaled_at:
+            if a.qualname(call.func) not in _CLIPS and not _reads_gradients(a, call):
                 continue
-            if any(scaled_at <= line <= call.lineno for line in unscaled):
+            if scaled_at is not None:
+                if call.lineno < scaled_at:
+                    continue
+                since, evidence = scaled_at, f"`scaler.scale` at line {scaled_at}"
+            else:
+                # an optimizer-step helper: what `scaler.step` steps after the clip was scaled
+                if stepped_at is None or call.lineno > stepped_at:
+                    continue
+                since, evidence = 0, f"stepped by `scaler.step` at line {stepped_at}"
+            if any(since <= line <= call.lineno for line in unscaled):
                 continue
+            clips = a.qualname(call.func) in _CLIPS
+            verb, before = ("clips", "clipping") if clips else ("reads", "reading the gradients")
             yield R.ClipWithoutUnscale.finding(
-                f"`{a.name(call)}` clips gradients that are still multiplied by the loss scale "
-                f"(`scaler.scale` at line {scaled_at}): call `scaler.unscale_(optimizer)` first",
+                f"`{a.name(call)}` {verb} gradients that are still multiplied by the loss scale "
+                f"({evidence}): call `scaler.unscale_(optimizer)` first",
                 a.loc(call),
-                Fix("call `scaler.unscale_(optimizer)` before clipping"),
+                Fix(f"call `scaler.unscale_(optimizer)` before {before}"),
+                # a clip of scaled gradients breaks training; a read only logs a wrong number
+                severity=None if clips else Severity.WARNING,
             )
+
+
+def _reads_gradients(a: Analysis, call: ast.Call) -> bool:
+    """A same-file helper given ``model.parameters()`` that reads their ``.grad`` (a gradient
+    norm for the log): it sees what ``scaler.step`` would unscale."""
+    given = any(
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.attr == "parameters"
+        for arg in call.args
+    )
+    func = a.own_callee(call) if given else None
+    return func is not None and any(
+        isinstance(n, ast.Attribute) and n.attr == "grad" for n in walk_local(func)
+    )
 
 
 def _autocasts(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
@@ -67,10 +68,25 @@ def hard_coded_cuda(a: Analysis) -> Iterator[Finding]:
 
 @detector(R.HardCodedDeviceIndex)
 def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
+    reported: set[int] = set()
     for call, arg in _device_arguments(a):
         literal = _either_branch(arg)
         if literal is not None and ":" in literal:
+            reported.update(id(n) for n in descendants(arg))
             yield _index_finding(a, call, arg, literal)
+    if any(a.call_named("torch.distributed.init_process_group")):
+        # a process of a distributed job: "cuda:0" anywhere (a constant, a config default,
+        # a map_location) is one GPU for every rank
+        for node in a.of_type(ast.Constant):
+            text = node.value  # type: ignore[attr-defined]
+            if isinstance(text, str) and _INDEXED.match(text) and id(node) not in reported:
+                yield R.HardCodedDeviceIndex.finding(
+                    f"`{text!r}` names one GPU in a program that starts a process group: "
+                    "every process that uses it works on that GPU; take the index from "
+                    "`LOCAL_RANK`",
+                    a.loc(node),
+                    Fix('use `torch.device("cuda", int(os.environ["LOCAL_RANK"]))`'),
+                )
     for call in a.calls:
         q = a.qualname(call.func)
         is_method = isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and q is None
@@ -82,6 +98,9 @@ def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
         index = call.args[-1] if indexed and call.args else None
         if isinstance(index, ast.Constant) and isinstance(index.value, int):
             yield _index_finding(a, call, index, a.text(call))
+
+
+_INDEXED = re.compile(r"cuda:\d+\Z")
 
 
 def _index_finding(a: Analysis, call: ast.Call, node: ast.expr, what: str) -> Finding:

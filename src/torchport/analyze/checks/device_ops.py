@@ -377,9 +377,29 @@ def _call_operands(a: Analysis, call: ast.Call) -> list[_Operand] | None:
     if module.cls in _WRAPPERS:
         return None  # a wrapper lives where the module it wraps does
     if module.device == "cpu" and module.origin and _stays_here(a, func):
+        if _places_itself(a, module.cls):
+            return None  # its __init__ moves its own layers (`nn.Linear(...).to(device)`)
         layer = _Operand(func, "cpu", f"`{a.name(func)}` ({module.origin}, never moved)")
         return [layer, *_args(a, call)]
     return None  # a model moved to the device: TP102 reports CPU inputs to it
+
+
+def _places_itself(a: Analysis, name: str | None) -> bool:
+    """A module class of this file whose ``__init__`` puts its own parts on a device."""
+    cls = a.classes.get(name) if name is not None else None
+    init = a.method(cls, "__init__") if cls is not None else None
+    if init is None:
+        return False
+    for node in walk_local(init):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        moves = isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and node.args
+        if moves and K.dtype_name(a.qualname(node.args[0])) is None:
+            return True
+        if keyword(node, "device") is not None:
+            return True
+    return False
 
 
 def _args(a: Analysis, call: ast.Call, callee: str | None = None) -> list[_Operand]:

@@ -362,7 +362,10 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
     for call in a.call_named(*_COLLECTIVES):
         if keyword(call, "group") is not None:
             continue  # a group of its own, perhaps gloo for CPU tensors
+        # the tensor sent is the first argument, or the second after an output list
+        # (`all_gather(outputs, tensor)`): one finding per call, for the first CPU one
         for arg in call.args[:2]:
+            found = False
             for given in _given_through_helper(a, arg):
                 info = a.info(given)
                 if info is None or info.kind != K.TENSOR or info.device != "cpu":
@@ -378,7 +381,9 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
                     Fix("create the tensor on the process's GPU"),
                     related=made_at(a, given),
                 )
-            break
+                found = True
+            if found:
+                break
 
 
 def _given_through_helper(a: Analysis, arg: ast.expr) -> list[ast.expr]:
@@ -394,7 +399,10 @@ def _given_through_helper(a: Analysis, arg: ast.expr) -> list[ast.expr]:
 
 @detector(R.NcclGroupWithoutDevice)
 def nccl_group_without_device(a: Analysis) -> Iterator[Finding]:
-    if not _may_use_nccl(a) or _sets_device(a):
+    if not _may_use_nccl(a):
+        return
+    if _sets_device(a):
+        yield from _gpu_used_before_set_device(a)
         return
     for call in a.call_named("torch.distributed.init_process_group"):
         backend = call.args[0] if call.args else keyword(call, "backend")
@@ -409,6 +417,44 @@ def nccl_group_without_device(a: Analysis) -> Iterator[Finding]:
             a.loc(call),
             Fix("call torch.cuda.set_device(local_rank) before init_process_group"),
         )
+
+
+def _gpu_used_before_set_device(a: Analysis) -> Iterator[Finding]:
+    """``device="cuda"`` (or ``.cuda()``) after the group starts but before
+    ``torch.cuda.set_device(local_rank)`` in the same function: GPU 0 on every rank."""
+    for pick, _ in a.method_calls("set_device"):
+        owner = a.function_of(pick)
+        starts = [
+            c.lineno
+            for c in a.call_named("torch.distributed.init_process_group")
+            if a.function_of(c) is owner and c.lineno < pick.lineno
+        ]
+        if not starts:
+            continue
+        for call in a.calls:
+            if not min(starts) < call.lineno < pick.lineno or a.function_of(call) is not owner:
+                continue
+            if _on_gpu_zero(a, call):
+                yield R.NcclGroupWithoutDevice.finding(
+                    f"`{a.name(call)}` runs before `{a.name(pick)}` (line {pick.lineno}): each "
+                    "process's current GPU is still GPU 0, so every rank puts this tensor (and "
+                    "NCCL's communicator) on GPU 0; choose the GPU first",
+                    a.loc(call),
+                    Fix("call torch.cuda.set_device(local_rank) before any CUDA work"),
+                    related=(a.loc(pick),),
+                )
+                return
+
+
+def _on_gpu_zero(a: Analysis, call: ast.Call) -> bool:
+    """A tensor made on, or moved to, the index-less ``"cuda"``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and not call.args:
+        return not call.keywords
+    device = keyword(call, "device")
+    if isinstance(func, ast.Attribute) and func.attr == "to" and call.args:
+        device = call.args[0]
+    return isinstance(device, ast.Constant) and device.value == "cuda"
 
 
 def _sets_device(a: Analysis) -> bool:

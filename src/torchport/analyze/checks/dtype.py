@@ -107,9 +107,9 @@ def float64_on_accelerator(a: Analysis) -> Iterator[Finding]:
         info = a.info(call)
         on_device = info is not None and info.device == "accel"
         if on_device or a.function_of(call) in accelerated:
-            # a 0-dim float64 running sum (`torch.zeros((), dtype=torch.float64)`) costs
-            # nothing and keeps precision: a suggestion, not a warning
-            small = Severity.INFO if _zero_dim(call) else None
+            # a 0-dim float64 running sum (`torch.zeros((), dtype=torch.float64)`), or a few
+            # statistics sent in one tensor, cost nothing and keep precision: a suggestion
+            small = Severity.INFO if _zero_dim(call) or _few_numbers(a, call) else None
             yield _f64(a, dtype, f"`dtype={a.text(dtype)}` in `{a.name(call)}`", small)
     # every float tensor the program makes, the model's parameters included, is float64
     for call in a.call_named("torch.set_default_dtype"):
@@ -138,6 +138,19 @@ def _zero_dim(call: ast.Call) -> bool:
     """A factory given the empty shape: ``torch.zeros(())``, ``torch.zeros([])``."""
     first = call.args[0] if call.args else None
     return isinstance(first, ast.Tuple | ast.List) and not first.elts
+
+
+def _few_numbers(a: Analysis, call: ast.Call) -> bool:
+    """``torch.tensor([count, mean, m2], ...)``: a handful of scalars written out."""
+    first = call.args[0] if call.args else None
+    if a.qualname(call.func) not in ("torch.tensor", "torch.as_tensor"):
+        return False
+    if not isinstance(first, ast.Tuple | ast.List) or len(first.elts) > _FEW:
+        return False
+    return not any(isinstance(e, ast.Tuple | ast.List | ast.Starred) for e in first.elts)
+
+
+_FEW = 8
 
 
 def _f64(a: Analysis, node: ast.AST, what: str, severity: Severity | None = None) -> Finding:

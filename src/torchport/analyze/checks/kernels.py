@@ -57,18 +57,23 @@ def _integer_on_device(a: Analysis, node: ast.expr) -> str | None:
     return dtype if dtype in _INTEGERS and on_device else None
 
 
-_AVG_POOLS = ("torch.nn.functional.avg_pool2d", "torch.nn.functional.avg_pool3d")
+_POOLS = {
+    "torch.nn.functional.avg_pool2d": "average-pools",
+    "torch.nn.functional.avg_pool3d": "average-pools",
+    "torch.nn.functional.max_pool2d": "max-pools",
+}
 
 
 def _integer_pools(a: Analysis) -> Iterator[Finding]:
-    """``F.avg_pool2d(mask.long(), k, divisor_override=1)``: the CPU pools int64, CUDA's kernel
-    takes floating dtypes only (pytorch/pytorch#139115)."""
-    for call in a.call_named(*_AVG_POOLS):
+    """``F.avg_pool2d(mask.long(), k, divisor_override=1)``, ``F.max_pool2d(ids, 3)``: the CPU
+    pools int64, CUDA's kernels take floating dtypes only (pytorch/pytorch#139115, #107412)."""
+    for call in a.call_named(*_POOLS):
         dtype = _integer_on_device(a, call.args[0]) if call.args else None
         if dtype is None:
             continue
+        pools = _POOLS[a.qualname(call.func) or ""]
         yield R.NoDeviceKernelForDtype.finding(
-            f"`{a.name(call)}` average-pools an {dtype} tensor: CUDA has no integer "
+            f"`{a.name(call)}` {pools} an {dtype} tensor: CUDA has no integer "
             "kernel for it (the CPU has); pool a float copy (`.float()`) and round back",
             a.loc(call),
             Fix("pool `x.float()` (sums stay exact in float32 below 2**24)"),

@@ -14,7 +14,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value
 from torchport.analyze.context import walk_local
-from torchport.analyze.hot import is_tensor, looks_like_model_call, rarely_runs
+from torchport.analyze.hot import looks_like_model_call, rarely_runs
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules import transfer as R
 
@@ -90,10 +90,7 @@ def _is_scaler(a: Analysis, receiver: ast.expr) -> bool:
 @detector(R.DeviceToHostInHotLoop)
 def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
     for call, func in a.method_calls("cpu", "numpy"):
-        if call.args or not _every_step(a, call) or not is_tensor(a, func.value):
-            continue
-        info = a.info(func.value)
-        if info is not None and info.device == "cpu":
+        if call.args or not _every_step(a, call) or not _copies_from_device(a, call, func.value):
             continue
         yield R.DeviceToHostInHotLoop.finding(
             f"`{a.name(call)}` in the hot loop copies to the host and synchronizes at every "
@@ -102,6 +99,15 @@ def device_to_host_in_hot_loop(a: Analysis) -> Iterator[Finding]:
             Fix("collect on the device; copy after the loop"),
             severity=_per_step(a, call),
         )
+
+
+def _copies_from_device(a: Analysis, call: ast.Call, value: ast.expr) -> bool:
+    """A tensor inferred here and not on the CPU, or, inside a model's forward pass, a value
+    followed there from the device (a rollout's host copy for the environment is not)."""
+    info = a.info(value)
+    if info is not None:
+        return info.kind == K.TENSOR and info.device != "cpu"
+    return call in a.forward and a.placed_on_device(value)
 
 
 _COERCE = ("float", "int", "bool", "print", "range")

@@ -33,6 +33,8 @@ def wrapped_before_moved(a: Analysis) -> Iterator[Finding]:
         moves = _moves(a, owner, (module.id, target))
         earlier = [m for m in moves if m.lineno < wrap.lineno]
         later = [m for m in moves if m.lineno > wrap.end_lineno]  # type: ignore[operator]
+        if not moves and isinstance(owner, ast.FunctionDef) and _returns(owner, target):
+            later = _callers_moving(a, owner)  # `build_model(...).to(device)`
         if earlier or not later:
             continue  # moved before, or never here: nothing says the order is wrong
         yield R.WrappedBeforeMoved.finding(
@@ -43,6 +45,34 @@ def wrapped_before_moved(a: Analysis) -> Iterator[Finding]:
             Fix(f"move `{module.id}` first: `{a.name(wrap.func)}({module.id}.to(device), ...)`"),
             related=(a.loc(later[0]),),
         )
+
+
+def _returns(func: ast.FunctionDef, name: str | None) -> bool:
+    """``func`` hands back the value bound to ``name`` (``return model``)."""
+    return name is not None and any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name
+        for n in walk_local(func)
+    )
+
+
+def _callers_moving(a: Analysis, func: ast.FunctionDef) -> list[ast.Call]:
+    """The moves of what a call of ``func`` returned: ``func(...).to(device)`` directly, or
+    ``m = func(...)`` and then ``m.to(device)`` in the calling function."""
+    found: list[ast.Call] = []
+    for call in a.calls:
+        if not (isinstance(call.func, ast.Name) and call.func.id == func.name):
+            continue
+        above = a.parents.get(call)
+        if isinstance(above, ast.Attribute) and above.value is call:
+            move = a.parents.get(above)
+            if any(move is m for m, _ in a.device_moves):
+                found.append(move)  # type: ignore[arg-type]
+            continue
+        bound = _bound_to(a, call)
+        if bound is not None:
+            caller = a.function_of(call) or a.tree
+            found += [m for m in _moves(a, caller, (bound,)) if m.lineno > call.lineno]
+    return found
 
 
 def _without_device_ids(a: Analysis, wrap: ast.Call) -> bool:

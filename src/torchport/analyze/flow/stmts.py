@@ -15,6 +15,7 @@ from torchport.analyze.flow.values import (
     Kind,
     OKind,
     Origin,
+    Place,
     Val,
     all_origins,
     element,
@@ -326,6 +327,8 @@ def _module_state(ip: Interp, cls: object, value: Val) -> Val:
                 o.parent = cls.state
         return value
     if value.kind is Kind.TENSOR and value.qual == "torch.nn.Parameter":
+        if value.origins and all(o.written is Place.DEVICE for o in value.origins):
+            return value  # made on the device (`torch.tensor(x, device=device)`): it is there
         return Val(Kind.TENSOR, frozenset([cls.state]), dtype=value.dtype)
     if value.kind is Kind.SEQ and value.item is not None and value.item.kind is Kind.MODULE:
         # a plain list of layers: the layers do NOT move with the module (the port wraps them)
