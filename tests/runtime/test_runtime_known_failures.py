@@ -90,16 +90,21 @@ def test_an_error_raised_below_the_observers_own_frame_counts_as_torchs(
     assert found is not None and found.code == "TP152"
 
 
+def _one_process(monkeypatch: pytest.MonkeyPatch, port_base: int) -> None:
+    """The environment torchrun gives a job of one process (a port per test and run)."""
+    for name, value in {
+        "RANK": "0", "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port_base + os.getpid() % 90),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+
+
 def test_a_host_tensor_all_reduced_over_simulated_nccl_fails_as_on_a_gpu(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import torch.distributed as dist
 
-    for name, value in {
-        "RANK": "0", "WORLD_SIZE": "1",
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29900 + os.getpid() % 90),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    _one_process(monkeypatch, 29900)
     refused = pytest.raises(RuntimeError, match="No backend type associated with device type cpu")
     with refused, watch("cuda") as w:
         dist.init_process_group("nccl")  # gloo under the simulation, checked as NCCL
@@ -122,11 +127,7 @@ def test_a_host_tensor_on_a_group_that_runs_on_gloo_is_not_refused(
 ) -> None:
     import torch.distributed as dist
 
-    for name, value in {
-        "RANK": "0", "WORLD_SIZE": "1",
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29800 + os.getpid() % 90),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    _one_process(monkeypatch, 29800)
     with watch("cuda") as w:
         dist.init_process_group(backend)
         try:
@@ -148,11 +149,7 @@ def test_a_program_that_asked_for_nccl_is_told_nccl_and_takes_its_gpu_branch(
 ) -> None:
     import torch.distributed as dist
 
-    for name, value in {
-        "RANK": "0", "WORLD_SIZE": "1",
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29700 + os.getpid() % 90),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    _one_process(monkeypatch, 29700)
     with watch("cuda") as w:
         dist.init_process_group("nccl")
         try:
