@@ -290,3 +290,263 @@ def test_an_optimizer_step_helper_clipping_or_reading_scaled_gradients() -> None
     ]
     good = STEP_HELPER.format(unscale="\n        self.scaler.unscale_(self.opt)")
     assert _lines(good, "TP311") == []
+
+
+HALF_POLICY = """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, policy, reference, device):
+        self.model_dtype = torch.float16 if device.type == "cuda" else torch.float32
+        self.policy = policy.to(device=device, dtype={policy_dtype})
+        self.reference = reference.to(device=device, dtype=self.model_dtype).eval()
+        self.optimizer = torch.optim.SGD(self.policy.parameters(), lr=0.1)
+        self.scaler = torch.amp.GradScaler("cuda")
+
+
+Trainer(nn.Linear(4, 2), nn.Linear(4, 2), torch.device("cuda"))
+"""
+
+
+def test_a_trained_model_cast_to_a_dtype_kept_on_self_and_a_frozen_copy_beside_it() -> None:
+    bad = HALF_POLICY.format(policy_dtype="self.model_dtype")
+    assert _lines(bad, "TP306") == [_line_of(bad, "self.policy = ")]
+    # only the frozen reference is float16: the scaler steps float32 weights
+    assert _lines(HALF_POLICY.format(policy_dtype="torch.float32"), "TP306") == []
+
+
+CHOSEN_AUTOCAST = """
+from contextlib import nullcontext
+
+import torch
+from torch import nn
+
+
+def train(device, options):
+    model = nn.Linear(8, 2).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ctx = nullcontext() if device.type == "cpu" else torch.autocast(device_type="cuda"{extra})
+    for _ in range(3):
+        with ctx:
+            loss = model(torch.randn(4, 8, device=device)).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_an_autocast_chosen_by_a_conditional_is_followed_and_kwargs_hide_its_dtype() -> None:
+    bad = CHOSEN_AUTOCAST.format(extra="")
+    assert _lines(bad, "TP312") == [_line_of(bad, "ctx = ")]
+    assert _lines(CHOSEN_AUTOCAST.format(extra=", **options"), "TP312") == []
+    assert _lines(CHOSEN_AUTOCAST.format(extra=", dtype=torch.bfloat16"), "TP312") == []
+
+
+EAGER_OPTIMIZER = """
+import torch
+from torch import nn
+
+
+class Controller:
+    def __init__(self, model, lr):
+        self.model = model
+        self.optimizer = torch.optim.{name}(model.parameters(), lr=lr)
+
+    def set_device(self, device):
+        self.model.to(device){reload}
+"""
+
+
+def test_adagrad_built_before_its_model_moves_keeps_its_state_on_the_cpu() -> None:
+    bad = EAGER_OPTIMIZER.format(name="Adagrad", reload="")
+    assert _lines(bad, "TP120") == [_line_of(bad, "self.optimizer = ")]
+    # Adam makes its state at the first step, on the parameters' device by then
+    assert _lines(EAGER_OPTIMIZER.format(name="Adam", reload=""), "TP120") == []
+    # loading the state casts it to the parameters' device
+    reload = "\n        self.optimizer.load_state_dict(self.optimizer.state_dict())"
+    assert _lines(EAGER_OPTIMIZER.format(name="Adagrad", reload=reload), "TP120") == []
+
+
+THRESHOLD = """
+import torch
+from torch import nn
+
+
+def hits(preds, threshold=0.5):
+    if isinstance(threshold, float):
+        threshold = torch.tensor({made}, dtype=preds.dtype)
+    return (preds > threshold).float().sum()  # compared
+
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(4, 1).to(device)
+    for _ in range(3):
+        hits(model(torch.randn(8, 4, device=device)))
+
+
+main()
+"""
+
+
+def test_a_number_made_a_one_element_tensor_is_not_a_scalar_beside_the_device() -> None:
+    bad = THRESHOLD.format(made="[threshold]")
+    assert _lines(bad, "TP150") == [_line_of(bad, "# compared")]
+    # a 0-dim tensor may meet tensors on any device
+    assert _lines(THRESHOLD.format(made="threshold"), "TP150") == []
+
+
+FILL_LIMIT = """
+import torch
+
+
+def mask_scores(scores, pad, value={value}):
+    return scores.masked_fill(pad, value)
+
+
+def main(device):
+    with torch.autocast("cuda", dtype=torch.float16):
+        scores = torch.randn(2, 4, device=device)
+        mask_scores(scores, scores > 0)
+"""
+
+
+def test_float32s_lowest_value_does_not_fit_a_float16_fill() -> None:
+    bad = FILL_LIMIT.format(value="torch.finfo(torch.float32).min")
+    assert _lines(bad, "TP317") == [_line_of(bad, "scores.masked_fill")]
+    assert _lines(FILL_LIMIT.format(value="-1e4"), "TP317") == []
+
+
+CONFIG_EPS = """
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Args:
+    lr: float = 1e-3
+    adam_eps: float = {eps}
+
+
+def build(args, device):
+    model = nn.Linear(4, 2).half().to(device)
+    return torch.optim.Adam(model.parameters(), lr=args.lr, eps=args.adam_eps)
+"""
+
+
+def test_an_optimizer_eps_read_from_a_config_class_default() -> None:
+    bad = CONFIG_EPS.format(eps="1e-8")
+    assert _lines(bad, "TP356") == [_line_of(bad, "return torch.optim.Adam")]
+    assert _lines(CONFIG_EPS.format(eps="1e-4"), "TP356") == []
+
+
+MOVER = """
+import numpy as np
+import torch
+
+
+def move(data, device):
+    if isinstance(data, torch.Tensor):
+        return data.to(device, non_blocking=True)
+    return {{k: move(v, device) for k, v in data.items()}}
+
+
+def save(probs, path):
+    host = move({{"probs": probs}}, "cpu"){sync}
+    np.save(path, host["probs"].numpy())
+"""
+
+
+def test_a_generic_non_blocking_mover_called_for_the_host_is_an_async_copy() -> None:
+    bad = MOVER.format(sync="")
+    [finding] = [
+        f for f in analyze(textwrap.dedent(bad), "prog.py", lambda c: True) if f.code == "TP208"
+    ]
+    assert finding.location is not None
+    assert finding.location.line == _line_of(bad, "np.save(")
+    assert [r.line for r in finding.related] == [_line_of(bad, "non_blocking=True")]
+    good = MOVER.format(sync="\n    torch.cuda.synchronize()")
+    assert _lines(good, "TP208") == []
+
+
+PINNING = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, device):
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=8, num_workers=2, pin_memory=False)
+    for x, y in loader:
+        x = x.to(device{flag})
+        model(x).sum().backward()
+"""
+
+
+def test_pin_memory_false_beside_non_blocking_copies() -> None:
+    bad = PINNING.format(flag=", non_blocking=True")
+    assert _lines(bad, "TP201") == [_line_of(bad, "pin_memory=False")]
+    # without asynchronous copies, not pinning is the program's choice
+    assert _lines(PINNING.format(flag=""), "TP201") == []
+
+
+TASK_MASKS = """
+import torch
+from torch import nn
+
+
+class MultiTaskLoss(nn.Module):
+    def forward(self, preds, targets, ids, wanted):
+        total = preds.new_zeros(())
+        for column in range(preds.shape[1]):
+            mask = {mask}
+            err = (preds[:, column] - targets[:, column]).pow(2)
+            total = total + err[mask].mean()
+        return total
+
+
+def train(model, loader, device):
+    criterion = MultiTaskLoss()
+    model.to(device)
+    for x, y, ids in loader:
+        x, y, ids = x.to(device), y.to(device), ids.to(device)
+        criterion(model(x), y, ids, torch.tensor([1, 2], device=device)).backward()
+
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    batches = [(torch.randn(8, 4), torch.randn(8, 3), torch.randint(0, 3, (8,)))] * 4
+    train(nn.Linear(4, 3), batches, device)
+
+
+main()
+"""
+
+
+def test_indexing_with_a_mask_from_isin_syncs() -> None:
+    bad = TASK_MASKS.format(mask="torch.isin(ids, wanted)")
+    assert _lines(bad, "TP206") == [_line_of(bad, "err[mask]")]
+    assert _lines(TASK_MASKS.format(mask="torch.arange(4, device=ids.device)"), "TP206") == []
+
+
+INDEX_TABLE = """
+import torch
+from torch import nn
+
+
+class Interaction(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.pairs = torch.triu_indices(n, n, offset=1)
+
+    def forward(self, x):
+        idx = self.pairs.to(x.device)
+        return x[:, idx[0], idx[1]]
+"""
+
+
+def test_an_index_table_made_by_triu_indices_is_a_plain_tensor_attribute() -> None:
+    assert _lines(INDEX_TABLE, "TP105") == [_line_of(INDEX_TABLE, "self.pairs = ")]

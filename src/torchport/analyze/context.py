@@ -342,13 +342,13 @@ class FileContext:
     def _self_attr(self, cls: ast.ClassDef, attr: str) -> Info | None:
         found = [
             self.scope(node).infer(value, node.lineno)
-            for node, value in self._attr_assignments(cls).get(attr, [])
+            for node, value in self.attr_assignments(cls).get(attr, [])
         ]
         if found and all(f is not None and f.kind == found[0].kind for f in found):  # type: ignore[union-attr]
             return found[-1]
         return None
 
-    def _attr_assignments(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
+    def attr_assignments(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
         """``self.<attr> = value`` statements in the class's methods, by attribute (cached)."""
         if cls in self._class_attrs:
             return self._class_attrs[cls]

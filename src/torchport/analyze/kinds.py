@@ -66,6 +66,8 @@ FACTORIES = {
         "linspace",
         "logspace",
         "eye",
+        "tril_indices",
+        "triu_indices",
         "tensor",
         "as_tensor",
         "normal",
@@ -73,7 +75,7 @@ FACTORIES = {
         "multinomial",
     ]
 }
-INT_FACTORIES = {"torch.randint", "torch.randperm"}
+INT_FACTORIES = {"torch.randint", "torch.randperm", "torch.tril_indices", "torch.triu_indices"}
 # torch functions whose result is a tensor on the device of their tensor inputs.
 TENSOR_OPS = {
     f"torch.{n}"

@@ -490,8 +490,11 @@ class OptimizerStateLoadedBeforeMove(Rule):
     Flags `optimizer.load_state_dict(...)` (directly, or in a same-file helper that receives
     the optimizer) when the model whose parameters the optimizer holds is moved with
     `.to(device)` or `.cuda()` later in the same function, or by the caller of a helper that
-    builds the model, loads the optimizer and returns the model unmoved. At run time, a device
-    error in the step names the `load_state_dict` line.
+    builds the model, loads the optimizer and returns the model unmoved. Also flags
+    `torch.optim.Adagrad(model.parameters())` built before `model` moves (here, or in another
+    method of the same class): Adagrad makes its state when built, so the state stays on the
+    CPU unless it is loaded again after the move. At run time, a device error in the step
+    names the `load_state_dict` line.
 
     ## Why is this bad?
     `Optimizer.load_state_dict` casts the loaded state (Adam's moments, say) to the device

@@ -15,7 +15,8 @@ __all__: list[str] = []
 class LoaderWithoutPinMemory(Rule):
     """## What it does
     Flags a `DataLoader` without `pin_memory=True` in a file that moves its batches to an
-    accelerator.
+    accelerator; `pin_memory=False` said outright only where the file copies with
+    `non_blocking=True`.
 
     ## Why is this bad?
     Copies from pageable host memory are staged through a pinned buffer by the driver, often at

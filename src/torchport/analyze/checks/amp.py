@@ -98,6 +98,10 @@ def _autocasts(a: Analysis) -> Iterator[tuple[ast.With | ast.AsyncWith, ast.Call
             expr: ast.expr | None = item.context_expr
             if isinstance(expr, ast.Name):
                 expr = assigned_value(a, expr, expr.lineno)
+            if isinstance(expr, ast.IfExp):
+                # `nullcontext() if device_type == "cpu" else torch.autocast(...)`
+                calls = [e for e in (expr.body, expr.orelse) if isinstance(e, ast.Call)]
+                expr = next((c for c in calls if a.qualname(c.func) in K.AUTOCASTS), None)
             if isinstance(expr, ast.Call) and a.qualname(expr.func) in K.AUTOCASTS:
                 yield node, expr
 
@@ -110,6 +114,8 @@ def _float16(a: Analysis, cast: ast.Call) -> bool:
     dtype = keyword(cast, "dtype")
     if dtype is not None:
         return "float16" in _dtype_options(a, dtype)
+    if any(k.arg is None for k in cast.keywords):
+        return False  # `**kwargs`: the dtype is not written here
     q = a.qualname(cast.func) or ""
     if q.startswith("torch.cpu."):
         return False

@@ -333,7 +333,10 @@ def _device_uses(a: Analysis, cls: ast.ClassDef, init: Func, attr: str) -> list[
 
 @detector(R.OptimizerStateLoadedBeforeMove)
 def optimizer_state_loaded_before_move(a: Analysis) -> Iterator[Finding]:
-    if "load_state_dict" not in a.source or not a.device_moves:
+    if not a.device_moves:
+        return
+    yield from _eager_state_before_move(a)
+    if "load_state_dict" not in a.source:
         return
     for call, optimizer in _optimizer_loads(a):
         owner = a.function_of(call) or a.tree
@@ -356,6 +359,75 @@ def optimizer_state_loaded_before_move(a: Analysis) -> Iterator[Finding]:
         )
 
     yield from _attribute_loads(a)
+
+
+# Optimizers that make their state when built, on each parameter's device (Adagrad's "sum"):
+# built before the model moves, the state stays on the CPU and the first step fails
+_EAGER_STATE = ("torch.optim.Adagrad",)
+
+
+def _eager_state_before_move(a: Analysis) -> Iterator[Finding]:
+    for call in a.call_named(*_EAGER_STATE):
+        model = next(
+            (
+                n.func.value
+                for n in ast.walk(call)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("parameters", "named_parameters")
+                and isinstance(n.func.value, ast.Name)
+            ),
+            None,
+        )
+        if model is None:
+            continue
+        owner = a.function_of(call) or a.tree
+        moved = None
+        if not _moved_before(a, owner, model, call.lineno):
+            moved = _moved_later(a, owner, model, call.lineno) or _moved_by_caller(a, owner, model)
+            moved = moved or _attribute_moved_elsewhere(a, owner, model.id)
+        if moved is None or _state_reloaded_after(a, moved):
+            continue
+        yield R.OptimizerStateLoadedBeforeMove.finding(
+            f"`{a.name(call)}` is built while `{model.id}` is still on the CPU (it is moved on "
+            f"line {moved.lineno}): it makes its state when built, on the CPU, and moving the "
+            "model does not move it, so the first step fails on the GPU; move the model first",
+            a.loc(call),
+            Fix(f"move `{model.id}` to the device before building the optimizer"),
+            related=(a.loc(moved),),
+        )
+
+
+def _state_reloaded_after(a: Analysis, move: ast.Call) -> bool:
+    """``opt.load_state_dict(...)`` after the move in the same function: loading casts the
+    state to each parameter's device (``opt.load_state_dict(opt.state_dict())``)."""
+    owner = a.function_of(move) or a.tree
+    return any(
+        call.lineno > move.lineno and (a.function_of(call) or a.tree) is owner
+        for call, _ in a.method_calls("load_state_dict")
+    )
+
+
+def _attribute_moved_elsewhere(a: Analysis, owner: ast.AST, name: str) -> ast.Call | None:
+    """``self.model = model`` in ``owner`` (a constructor), and ``self.model.to(device)`` in
+    another method of the class (``set_devices``)."""
+    cls = a.class_of(owner)
+    if cls is None:
+        return None
+    kept = [
+        t.attr
+        for n in walk_local(owner)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == name
+        for t in n.targets
+        if isinstance(t, ast.Attribute) and is_self_attr(t)
+    ]
+    methods = [m for m in cls.body if isinstance(m, ast.FunctionDef) and m is not owner]
+    for attr in kept:
+        for method in methods:
+            moved = _attribute_moved_after(a, method, attr, 0)
+            if moved is not None:
+                return moved
+    return None
 
 
 def _attribute_loads(a: Analysis) -> Iterator[Finding]:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value, dtype_of, module_cast_dtype
-from torchport.analyze.context import walk_local
+from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.edits import (
     add_first_argument,
     add_keyword,
@@ -304,15 +304,17 @@ def half_model_with_grad_scaler(a: Analysis) -> Iterator[Finding]:
         if call.args if func.attr == "half" else not _to_float16(a, call):
             continue
         owner = a.function_of(call)
+        names = {a.text(func.value), *_assigned_name(a, call)}
+        trained = _trained_names(a) if trained is None else trained
         if owner not in scaled:
             # cast elsewhere (`build_model` returns `model.half()`, or at module level): the
             # model the optimizer trains, by name, is the one the scaler's function steps
-            names = {a.text(func.value), *_assigned_name(a, call)}
             if owner is not None and not any(_returns_model(owner, n, call) for n in names):
                 continue  # another function's own model (a test of half precision)
-            trained = _trained_names(a) if trained is None else trained
             if not names & trained:
                 continue
+        elif trained and not names & trained:
+            continue  # a frozen copy beside the trained model (a reference policy, a teacher)
         yield R.HalfModelWithGradScaler.finding(
             f"`{a.name(call)}` converts the model's weights to float16 in a script that uses a "
             "GradScaler: the scaler cannot unscale float16 gradients; keep float32 weights and "
@@ -345,6 +347,8 @@ def _assigned_name(a: Analysis, call: ast.Call) -> list[str]:
         target = stmt.targets[0]
         if isinstance(target, ast.Name):
             return [target.id]
+        if is_self_attr(target):
+            return [a.text(target)]  # `self.policy = policy.to(dtype=...)`
     return []
 
 

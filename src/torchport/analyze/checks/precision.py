@@ -55,15 +55,39 @@ def float16_overflowing_constant(a: Analysis) -> Iterator[Finding]:
         )
 
 
+# `torch.finfo(torch.float32).min`: a wider dtype's limits, written for float32 code
+_WIDE_LIMITS = {
+    "torch.float32": 3.4028234663852886e38, "torch.float": 3.4028234663852886e38,
+    "torch.float64": 1.7976931348623157e308, "torch.double": 1.7976931348623157e308,
+}  # fmt: skip
+
+
 def _number(node: ast.expr) -> float | None:
-    """The value of a numeric literal (``-1e9`` included), or None."""
+    """The value of a numeric literal (``-1e9`` included), or of ``torch.finfo(torch.float32)
+    .min`` and the like, or None."""
     sign = 1.0
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         sign, node = -1.0, node.operand
+    limit = _finfo_limit(node)
+    if limit is not None:
+        return sign * limit
     value = node.value if isinstance(node, ast.Constant) else None
     if isinstance(value, int | float) and not isinstance(value, bool) and value != float("inf"):
         return sign * float(value)
     return None
+
+
+def _finfo_limit(node: ast.expr) -> float | None:
+    """``torch.finfo(torch.float32).min`` (negative) or ``.max``, for float32 and float64."""
+    if not (isinstance(node, ast.Attribute) and node.attr in ("min", "max")):
+        return None
+    call = node.value
+    if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
+        return None
+    func, dtype = ast.unparse(call.func), ast.unparse(call.args[0])
+    if func not in ("torch.finfo", "finfo") or dtype not in _WIDE_LIMITS:
+        return None
+    return _WIDE_LIMITS[dtype] * (-1.0 if node.attr == "min" else 1.0)
 
 
 def _computes_in_float16(a: Analysis) -> bool:
@@ -132,6 +156,7 @@ class _Numbers:
         self.a = a
         self.named = _named_numbers(a)
         self.attributes: dict[ast.ClassDef, dict[str, float]] = {}
+        self.fields: dict[str, set[float]] | None = None
 
     def of(self, expr: ast.expr, where: ast.AST) -> float | None:
         a = self.a
@@ -148,7 +173,28 @@ class _Numbers:
             if cls not in self.attributes:
                 self.attributes[cls] = _attribute_numbers(a, cls)
             return self.attributes[cls].get(expr.attr)  # type: ignore[attr-defined]
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            return self._field_default(expr.attr)  # `args.adam_eps` of a config class
         return _number(expr)
+
+    def _field_default(self, name: str) -> float | None:
+        """The default of a class-level field ``name`` (``adam_eps: float = 1e-8`` in a
+        dataclass of the file), when every class that has the field agrees."""
+        if self.fields is None:
+            self.fields = {}
+            for cls in self.a.of_type(ast.ClassDef):
+                assert isinstance(cls, ast.ClassDef)
+                for stmt in cls.body:
+                    target = stmt.target if isinstance(stmt, ast.AnnAssign) else None
+                    number = (
+                        _number(stmt.value)
+                        if isinstance(stmt, ast.AnnAssign) and stmt.value
+                        else None
+                    )
+                    if isinstance(target, ast.Name) and number is not None:
+                        self.fields.setdefault(target.id, set()).add(number)
+        found = self.fields.get(name, set())
+        return next(iter(found)) if len(found) == 1 else None
 
 
 def _default_eps(a: Analysis) -> Iterator[Finding]:
@@ -328,9 +374,11 @@ def float16_optimizer_epsilon(a: Analysis) -> Iterator[Finding]:
     casts = [call for call in a.calls if _half_cast(a, call)]
     if not casts:
         return
+    values = _Numbers(a)
     for call in a.call_named(*_EPS_OPTIMIZERS):
         given = keyword(call, "eps")
-        eps = _EPS_OPTIMIZERS[a.qualname(call.func) or ""] if given is None else _number(given)
+        default = _EPS_OPTIMIZERS[a.qualname(call.func) or ""]
+        eps = default if given is None else values.of(given, call)
         if eps is None or not 0 <= eps <= _ROUNDS_TO_ZERO:
             continue
         # the cast of the model whose parameters it steps (`model.to(dtype=...)`), if any

@@ -178,7 +178,24 @@ def _bool_mask(a: Analysis, node: ast.Subscript) -> ast.expr | None:
         value = assigned_value(a, index, index.lineno)
     if isinstance(value, ast.Compare) and all(isinstance(op, _MASK_OPS) for op in value.ops):
         return index
+    if isinstance(value, ast.Call) and _makes_bool(a, value):
+        return index  # `mask = torch.isin(ids, wanted)`, `x.isfinite()`
     return None
+
+
+# torch functions and tensor methods whose result is a boolean mask
+_BOOLEAN = frozenset(
+    {"isin", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
+     "logical_not", "logical_xor"}
+)  # fmt: skip
+
+
+def _makes_bool(a: Analysis, call: ast.Call) -> bool:
+    func = call.func
+    q = a.qualname(func)
+    if q is not None:
+        return q.startswith("torch.") and q.rsplit(".", 1)[-1] in _BOOLEAN
+    return isinstance(func, ast.Attribute) and func.attr in _BOOLEAN - {"isin"}
 
 
 # Ops whose output size depends on the input's values: the host learns it from the device.

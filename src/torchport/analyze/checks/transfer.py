@@ -28,12 +28,29 @@ def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
     # makes asynchronous) in a file that loads batches
     if not a.moves_batches and not _copies_non_blocking(a):
         return
-    for call in _loaders(a):
+    loaders = list(_loaders(a))
+    for call in loaders:
         given = keyword(call, "pin_memory")
         if len(call.args) > 7:
             continue
         severity = Severity.WARNING if _copies_non_blocking(a) else None
         if given is not None:
+            if (
+                _refused(given)
+                and severity
+                and all(_refused(keyword(c, "pin_memory")) for c in loaders)
+            ):
+                # said outright, in a file that asks for asynchronous copies of batches and
+                # has no loader that pins them (another may be a CPU-only one)
+                yield R.LoaderWithoutPinMemory.finding(
+                    "`pin_memory=False`, yet this file copies batches with "
+                    "`non_blocking=True`: from pageable memory those copies are synchronous "
+                    "and do not overlap with compute; pin the batches",
+                    a.loc(given),
+                    Fix("pass `pin_memory=torch.cuda.is_available()`"),
+                    severity=severity,
+                )
+                continue
             # `pin_memory=cfg.pin_memory` whose only value is a default of False
             default = setting_default(a, given)
             if default is not None and default[0].value is False:
@@ -57,6 +74,11 @@ def loader_without_pin_memory(a: Analysis) -> Iterator[Finding]:
             Fix("pin batches: `pin_memory=torch.cuda.is_available()`", edits),
             severity=severity,
         )
+
+
+def _refused(given: ast.expr | None) -> bool:
+    """``pin_memory=False`` written out."""
+    return isinstance(given, ast.Constant) and given.value is False
 
 
 def _copies_non_blocking(a: Analysis) -> bool:
@@ -158,8 +180,9 @@ def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
     if "non_blocking" not in a.source:
         return
     copiers = _async_copiers(a)
+    movers = _async_movers(a)
     for call in a.calls:
-        copied = _async_host_copy(a, call, copiers)
+        copied = _async_host_copy(a, call, copiers, movers)
         if copied is None:
             continue
         stmt, name = copied
@@ -172,16 +195,24 @@ def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
                 "`synchronize()`) first",
                 a.loc(read),
                 Fix("synchronize before reading it"),
+                related=tuple(a.loc(c) for c in [_moved_to_host_by(call, movers)] if c),
             )
 
 
-def _async_host_copy(a: Analysis, call: ast.Call, copiers: set[str]) -> tuple[ast.stmt, str] | None:
-    """``y = x.to("cpu", non_blocking=True)``, ``host.copy_(x, non_blocking=True)``, or
-    ``y = self.to_host(x)`` where ``to_host`` is one of ``copiers`` (see _async_copiers).
+def _async_host_copy(
+    a: Analysis, call: ast.Call, copiers: set[str], movers: dict[str, tuple[int, ast.Call]]
+) -> tuple[ast.stmt, str] | None:
+    """``y = x.to("cpu", non_blocking=True)``, ``host.copy_(x, non_blocking=True)``,
+    ``y = self.to_host(x)`` where ``to_host`` is one of ``copiers`` (see _async_copiers), or
+    ``y = move(batch, "cpu")`` where ``move`` is one of ``movers`` (see _async_movers).
 
     Returns the statement and the name of the host tensor that receives the copy.
     """
-    if not _is_async_host_copy(a, call) and last_name(call.func) not in copiers:
+    if (
+        not _is_async_host_copy(a, call)
+        and last_name(call.func) not in copiers
+        and _moved_to_host_by(call, movers) is None
+    ):
         return None
     func = call.func
     stmt = a.parents.get(call)
@@ -235,6 +266,38 @@ def _async_copiers(a: Analysis) -> set[str]:
         if all(isinstance(r.value, ast.Call) and _is_async_host_copy(a, r.value) for r in returns):
             out.add(func.name)
     return out
+
+
+def _async_movers(a: Analysis) -> dict[str, tuple[int, ast.Call]]:
+    """Same-file functions that move what they are given to a device they are given, always
+    with ``non_blocking=True`` (``def move_data_to_device(data, device)``), by name, with the
+    position of the device parameter and the copy: called with ``"cpu"`` they make async host
+    copies."""
+    out: dict[str, tuple[int, ast.Call]] = {}
+    for func in a.of_type(ast.FunctionDef):
+        assert isinstance(func, ast.FunctionDef)
+        params = [p.arg for p in func.args.args]
+        for call in walk_local(func):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                continue
+            flag = keyword(call, "non_blocking")
+            target = keyword(call, "device") or (call.args[0] if call.args else None)
+            nonblocking = isinstance(flag, ast.Constant) and flag.value is True
+            to = call.func.attr == "to" and nonblocking
+            if to and isinstance(target, ast.Name) and target.id in params:
+                out[func.name] = (params.index(target.id), call)
+    return out
+
+
+def _moved_to_host_by(call: ast.Call, movers: dict[str, tuple[int, ast.Call]]) -> ast.Call | None:
+    """The copy in the helper when ``call`` is ``move_data_to_device(batch, "cpu")`` with one
+    of ``movers``."""
+    func = call.func
+    if not isinstance(func, ast.Name) or func.id not in movers:
+        return None
+    index, copy = movers[func.id]
+    given = call.args[index] if index < len(call.args) else None
+    return copy if isinstance(given, ast.Constant) and given.value == "cpu" else None
 
 
 def _first_read_before_sync(a: Analysis, stmt: ast.stmt, name: str) -> ast.Name | None:

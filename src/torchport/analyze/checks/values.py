@@ -7,7 +7,7 @@ import ast
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis
-from torchport.analyze.context import Func, walk_local
+from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Location
 
@@ -162,6 +162,13 @@ def dtype_of(a: Analysis, expr: ast.expr, line: int, depth: int = 0) -> str | No
     if isinstance(expr, ast.IfExp):
         both = [dtype_of(a, e, line, depth + 1) for e in (expr.body, expr.orelse)]
         return next((d for d in both if d in _HALF), both[0] or both[1])
+    if is_self_attr(expr):
+        # `self.model_dtype`, set in a method of the class (`torch.float16 if amp else ...`)
+        assert isinstance(expr, ast.Attribute)
+        cls = a.class_of(a.function_of(expr) or a.tree)
+        sets = a.attr_assignments(cls).get(expr.attr, []) if cls is not None else []
+        found = [dtype_of(a, value, stmt.lineno, depth + 1) for stmt, value in sets]
+        return next((d for d in found if d in _HALF), next((d for d in found if d), None))
     if isinstance(expr, ast.Call):
         callee = a.own_callee(expr)
         returns = (

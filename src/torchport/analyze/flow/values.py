@@ -264,10 +264,23 @@ def join(a: Val, b: Val) -> Val:
         )
     kinds = {a.kind, b.kind}
     if kinds == {Kind.HOST, Kind.TENSOR}:
-        # `total = 0` then `total += loss`: a running sum that becomes a tensor
+        # `total = 0` then `total += loss`: a running sum that becomes a tensor; but not
+        # `t = torch.tensor([t])` for a number given: a vector of one, refused beside the GPU's
         tensor_side = a if a.kind is Kind.TENSOR else b
-        return replace(tensor_side, origins=origins, scalar=True, _key=None)
+        scalar = not any(_made_from_a_list(o) for o in tensor_side.origins)
+        return replace(tensor_side, origins=origins, scalar=scalar, _key=None)
     return Val(Kind.UNKNOWN, origins, item=_opt_join(a.item, b.item))
+
+
+def _made_from_a_list(origin: Origin) -> bool:
+    """``torch.tensor([x])``: data given as a list or tuple (at least one dimension)."""
+    node = origin.node
+    return (
+        origin.kind is OKind.DATA
+        and isinstance(node, ast.Call)
+        and bool(node.args)
+        and isinstance(node.args[0], ast.List | ast.Tuple)
+    )
 
 
 def join_all(values: Iterable[Val]) -> Val:
