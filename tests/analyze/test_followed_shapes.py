@@ -550,3 +550,136 @@ class Interaction(nn.Module):
 
 def test_an_index_table_made_by_triu_indices_is_a_plain_tensor_attribute() -> None:
     assert _lines(INDEX_TABLE, "TP105") == [_line_of(INDEX_TABLE, "self.pairs = ")]
+
+
+SPECTROGRAM = """
+import torch
+from torch import nn
+
+
+class Frontend(nn.Module):
+    def forward(self, wav):
+        return torch.stft(wav, 64, window=torch.hann_window(64{where}), return_complex=True)
+"""
+
+
+def test_a_window_function_in_forward_is_a_factory_on_the_host() -> None:
+    bad = SPECTROGRAM.format(where="")
+    assert _lines(bad, "TP103") == [_line_of(bad, "torch.hann_window")]
+    assert _lines(SPECTROGRAM.format(where=", device=wav.device"), "TP103") == []
+
+
+ROTARY = """
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self, dim, length):
+        super().__init__()
+        freqs = torch.outer(torch.arange(length).float(), torch.rand(dim))
+        {store}
+
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+rotary = Rotary(8, 16).to(device)
+"""
+
+
+def test_a_table_computed_from_host_tensors_is_a_plain_tensor_attribute() -> None:
+    bad = ROTARY.format(store="self.cos_cached = freqs.cos()[None, :, :]")
+    assert _lines(bad, "TP105") == [_line_of(bad, "self.cos_cached")]
+    good = ROTARY.format(store='self.register_buffer("cos_cached", freqs.cos()[None, :, :])')
+    assert _lines(good, "TP105") == []
+
+
+DEFAULT_GROUP = """
+import os
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("nccl")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return device
+"""
+
+
+def test_an_nccl_group_without_set_device_names_the_device_every_rank_takes() -> None:
+    [finding] = [
+        f
+        for f in analyze(textwrap.dedent(DEFAULT_GROUP), "prog.py", lambda c: True)
+        if f.code == "TP412"
+    ]
+    assert [r.line for r in finding.related] == [_line_of(DEFAULT_GROUP, "device = ")]
+
+
+STATS_ON_DEVICE = """
+import torch
+import torch.distributed as dist
+
+
+def setup():
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def gather(stats, device):
+    packed = torch.tensor(stats, dtype=torch.float32{where})
+    dist.all_reduce(packed)
+    return packed
+
+
+gather([1.0, 2.0], setup())
+"""
+
+
+def test_a_tensor_made_with_the_processes_device_may_go_to_nccl() -> None:
+    assert _lines(STATS_ON_DEVICE.format(where=", device=device"), "TP406") == []
+    bad = STATS_ON_DEVICE.format(where="")
+    assert _lines(bad, "TP406") == [_line_of(bad, "dist.all_reduce")]
+
+
+OPTION_EPS = """
+import argparse
+
+import torch
+from torch import nn
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--adam_epsilon", type=float, default={eps})
+    args = parser.parse_args(argv)
+    model = nn.Linear(4, 2).to("cuda", dtype=torch.float16)
+    return torch.optim.AdamW(model.parameters(), eps=args.adam_epsilon)
+"""
+
+
+def test_an_optimizer_eps_read_from_a_command_line_default() -> None:
+    bad = OPTION_EPS.format(eps="1e-8")
+    assert _lines(bad, "TP356") == [_line_of(bad, "return torch.optim.AdamW")]
+    assert _lines(OPTION_EPS.format(eps="1e-4"), "TP356") == []
+
+
+WHERE_FILL = """
+import torch
+
+
+def attend(scores, mask):
+    big_neg = {value}
+    return torch.softmax(torch.where(mask, scores, big_neg), dim=-1)
+
+
+def main(device):
+    with torch.autocast("cuda", dtype=torch.float16):
+        scores = torch.randn(2, 4, device=device)
+        return attend(scores, scores > 0)
+"""
+
+
+def test_a_torch_where_fill_value_float16_cannot_hold() -> None:
+    bad = WHERE_FILL.format(value="-2.3819763e38")
+    assert _lines(bad, "TP317") == [_line_of(bad, "torch.where(")]
+    assert _lines(WHERE_FILL.format(value="-1e4"), "TP317") == []

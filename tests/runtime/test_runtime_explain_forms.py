@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,3 +111,27 @@ def test_a_failure_in_the_observers_bookkeeping_never_reaches_the_program(
         out.backward()
     assert out.device == torch.device("cuda:0")
     assert any("counting an op" in e for e in w.record.internal_errors)
+
+
+def _line(marker: str) -> int:
+    text = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(text, 1) if marker in line and "_line(" not in line)
+
+
+def test_a_window_made_on_the_host_is_named_where_it_was_made() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        wav = torch.randn(2, 256, device="cuda")
+        window = torch.hann_window(64)  # the window's line
+        torch.stft(wav, 64, window=window, return_complex=True)
+    [found] = [f for f in w.findings if f.code == "TP150"]
+    assert _line("# the window's line") in [r.line for r in found.related]
+
+
+def test_a_device_tensor_among_host_ones_is_named_where_it_was_made() -> None:
+    # the layer and its input stay on the CPU; the odd one out is the state made on "cuda"
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        rnn = torch.nn.GRU(4, 8, batch_first=True)
+        hidden = torch.zeros(1, 2, 8, device="cuda")  # the hidden state's line
+        rnn(torch.randn(2, 3, 4), hidden)
+    [found] = [f for f in w.findings if f.code == "TP150"]
+    assert _line("# the hidden state's line") in [r.line for r in found.related]

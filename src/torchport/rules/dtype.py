@@ -567,8 +567,9 @@ class IntegersRoundedInLowPrecision(Rule):
 @register
 class Float16OverflowingConstant(Rule):
     """## What it does
-    Flags a constant beyond float16's range (±65504), such as `-1e9`, written into a tensor
-    with `masked_fill`, `masked_fill_` or `fill_`, in a file that computes in float16
+    Flags a constant beyond float16's range (±65504), such as `-1e9` or
+    `torch.finfo(torch.float32).min`, written into a tensor with `masked_fill`,
+    `masked_fill_` or `fill_`, or picked by `torch.where`, in a file that computes in float16
     (`.half()`, `torch.float16`, or float16 autocast).
     `torchport run` also reports a number beyond that range written into a float16 tensor by
     an indexed write (`logits[i, eos] = float(2**30)`), which torch stores as inf silently.

@@ -142,13 +142,16 @@ class Explainer:
                 Fix(fix),
                 related=self._made_at(tensors, site, all_devices=True),
             )
+        # where the device side is the odd one out (a hidden state made on "cuda" for a model
+        # kept on the CPU), where it was made is where to look too
+        on_host = sum(t.device.type == "cpu" for _, t in tensors)
         return TensorsOnDifferentDevices.finding(
             f"{call_name(func)} got tensors on "
             f"{' and '.join(sorted(str(d) for d in devices))}: "
             + "; ".join(f"{label} on {t.device} ({self._origin(t)})" for label, t in tensors),
             None if site is None else site.location(),
             Fix(fix),
-            related=self._made_at(tensors, site),
+            related=self._made_at(tensors, site, all_devices=len(tensors) - on_host < on_host),
         )
 
     def _made_at(

@@ -53,7 +53,9 @@ _FACTORIES = {
     torch.full, torch.rand, torch.randn, torch.randint, torch.randperm, torch.arange,
     torch.linspace, torch.logspace, torch.eye, torch.zeros_like, torch.ones_like,
     torch.empty_like, torch.full_like, torch.rand_like, torch.randn_like, torch.randint_like,
-    torch.empty_strided, torch.scalar_tensor, torch.normal,
+    torch.empty_strided, torch.scalar_tensor, torch.normal, torch.tril_indices,
+    torch.triu_indices, torch.hann_window, torch.hamming_window, torch.bartlett_window,
+    torch.blackman_window, torch.kaiser_window,
     T.new_zeros, T.new_ones, T.new_empty, T.new_full, T.new_tensor,
 }  # fmt: skip
 _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, T.new_tensor}

@@ -33,7 +33,9 @@ T = torch.Tensor
 _GENERATORS = {
     "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
     "torch.randint", "torch.randperm", "torch.arange", "torch.linspace", "torch.logspace",
-    "torch.eye", "torch.normal",
+    "torch.eye", "torch.normal", "torch.tril_indices", "torch.triu_indices",
+    "torch.hann_window", "torch.hamming_window", "torch.bartlett_window",
+    "torch.blackman_window", "torch.kaiser_window",
 }  # fmt: skip
 # A line that does it this often is in a loop (as for syncs, record.MIN_SYNCS_IN_LOOP).
 MIN_MADE_THEN_MOVED = 3

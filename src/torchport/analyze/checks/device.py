@@ -220,9 +220,16 @@ def _self_assignments(a: Analysis) -> Iterator[tuple[ast.Assign, ast.Attribute, 
 def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
     for stmt, target, name in _self_assignments(a):
         func = a.function_of(stmt)
-        if func is None or not isinstance(stmt.value, ast.Call) or not _set_up(a, func):
+        if func is None or not _set_up(a, func):
             continue
-        if not _made_on_host(a, stmt.value):
+        value = stmt.value
+        if isinstance(value, ast.Call):
+            if not _made_on_host(a, value):
+                continue
+        elif not (  # `emb.cos()[None, None]`: computed from host tensors
+            isinstance(value, ast.Subscript | ast.BinOp)
+            and (_cpu_tensor(a, value) or a.placed_on_host(value))
+        ):
             continue
         start, value_start = a.start(stmt), a.start(stmt.value)
         edits = (

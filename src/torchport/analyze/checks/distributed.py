@@ -370,8 +370,11 @@ def collective_on_cpu_tensor_with_nccl(a: Analysis) -> Iterator[Finding]:
                 info = a.info(given)
                 if info is None or info.kind != K.TENSOR or info.device != "cpu":
                     continue
-                if not info.origin or (isinstance(given, ast.Call) and keyword(given, "device")):
-                    continue  # only a tensor evidently made here on the CPU
+                made = given
+                if isinstance(given, ast.Name):
+                    made = assigned_value(a, given, given.lineno) or given
+                if not info.origin or (isinstance(made, ast.Call) and keyword(made, "device")):
+                    continue  # only a tensor evidently made on the CPU (not `device=device`)
                 via = "" if given is arg else f" (through `{a.name(arg)}` at line {call.lineno})"
                 yield R.CollectiveOnCpuTensorWithNccl.finding(
                     f"`{a.name(given)}` ({info.origin}) goes to `{a.name(call.func)}`{via} "
@@ -416,6 +419,7 @@ def nccl_group_without_device(a: Analysis) -> Iterator[Finding]:
             "CUDA calls of all ranks use GPU 0; call `torch.cuda.set_device(local_rank)` first",
             a.loc(call),
             Fix("call torch.cuda.set_device(local_rank) before init_process_group"),
+            related=tuple(a.loc(d) for d in _indexless_devices(a)[:2]),
         )
 
 
@@ -455,6 +459,18 @@ def _on_gpu_zero(a: Analysis, call: ast.Call) -> bool:
     if isinstance(func, ast.Attribute) and func.attr == "to" and call.args:
         device = call.args[0]
     return isinstance(device, ast.Constant) and device.value == "cuda"
+
+
+def _indexless_devices(a: Analysis) -> list[ast.Call]:
+    """``torch.device("cuda")`` (also as the GPU arm of a choice): the device each process
+    then takes, GPU 0 for all of them."""
+    found = []
+    for call in a.call_named("torch.device"):
+        first = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        arms = [first.body, first.orelse] if isinstance(first, ast.IfExp) else [first]
+        if any(isinstance(arm, ast.Constant) and arm.value == "cuda" for arm in arms):
+            found.append(call)
+    return found
 
 
 def _sets_device(a: Analysis) -> bool:

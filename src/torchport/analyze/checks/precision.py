@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.settings import setting_default
 from torchport.analyze.checks.values import (
     assigned_value,
     cast_dtype,
@@ -28,9 +29,10 @@ _FILLS = ("masked_fill", "masked_fill_", "fill_")
 
 @detector(R.Float16OverflowingConstant)
 def float16_overflowing_constant(a: Analysis) -> Iterator[Finding]:
-    if "fill" not in a.source or not _computes_in_float16(a):
+    if ("fill" not in a.source and "where" not in a.source) or not _computes_in_float16(a):
         return
     values = _Numbers(a)
+    yield from _where_constants(a, values)
     for call, func in a.method_calls(*_FILLS):
         value = call.args[-1] if call.args else None
         number = values.of(value, call) if value is not None else None
@@ -60,6 +62,24 @@ _WIDE_LIMITS = {
     "torch.float32": 3.4028234663852886e38, "torch.float": 3.4028234663852886e38,
     "torch.float64": 1.7976931348623157e308, "torch.double": 1.7976931348623157e308,
 }  # fmt: skip
+
+
+def _where_constants(a: Analysis, values: _Numbers) -> Iterator[Finding]:
+    """``torch.where(mask, scores, -2.38e38)``: a fill value float16 cannot hold, which
+    becomes -inf there (and NaN after a softmax over a fully masked row)."""
+    for call in a.call_named("torch.where"):
+        for value in call.args[1:3]:
+            number = values.of(value, call)
+            if number is None or abs(number) <= FLOAT16_MAX:
+                continue
+            shown = f"`{a.text(value)}`" + ("" if _number(value) is not None else f" ({number:g})")
+            yield R.Float16OverflowingConstant.finding(
+                f"{shown} does not fit float16 (at most ±65504): where `torch.where` picks "
+                "from float16 scores (this file computes in float16) it becomes infinite; use "
+                "`torch.finfo(scores.dtype).min`",
+                a.loc(value),
+                Fix("use `torch.finfo(<the other operand>.dtype).min` (or `.max`)"),
+            )
 
 
 def _number(node: ast.expr) -> float | None:
@@ -156,7 +176,6 @@ class _Numbers:
         self.a = a
         self.named = _named_numbers(a)
         self.attributes: dict[ast.ClassDef, dict[str, float]] = {}
-        self.fields: dict[str, set[float]] | None = None
 
     def of(self, expr: ast.expr, where: ast.AST) -> float | None:
         a = self.a
@@ -165,6 +184,9 @@ class _Numbers:
             defaults = parameter_defaults(func) if func is not None else {}
             if expr.id in defaults:
                 return _number(defaults[expr.id])
+            local = assigned_value(a, expr, expr.lineno) if func is not None else None
+            if local is not None:
+                return _number(local)  # `big_neg = -2.38e38` above its use
             return self.named.get(expr.id)
         if is_self_attr(expr):
             cls = a.class_of(a.function_of(where) or a.tree)
@@ -174,27 +196,10 @@ class _Numbers:
                 self.attributes[cls] = _attribute_numbers(a, cls)
             return self.attributes[cls].get(expr.attr)  # type: ignore[attr-defined]
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-            return self._field_default(expr.attr)  # `args.adam_eps` of a config class
+            # `args.adam_eps`: a config class's field or a command-line option's default
+            found = setting_default(a, expr)
+            return _number(found[0]) if found is not None else None
         return _number(expr)
-
-    def _field_default(self, name: str) -> float | None:
-        """The default of a class-level field ``name`` (``adam_eps: float = 1e-8`` in a
-        dataclass of the file), when every class that has the field agrees."""
-        if self.fields is None:
-            self.fields = {}
-            for cls in self.a.of_type(ast.ClassDef):
-                assert isinstance(cls, ast.ClassDef)
-                for stmt in cls.body:
-                    target = stmt.target if isinstance(stmt, ast.AnnAssign) else None
-                    number = (
-                        _number(stmt.value)
-                        if isinstance(stmt, ast.AnnAssign) and stmt.value
-                        else None
-                    )
-                    if isinstance(target, ast.Name) and number is not None:
-                        self.fields.setdefault(target.id, set()).add(number)
-        found = self.fields.get(name, set())
-        return next(iter(found)) if len(found) == 1 else None
 
 
 def _default_eps(a: Analysis) -> Iterator[Finding]:

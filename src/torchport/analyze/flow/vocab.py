@@ -17,7 +17,8 @@ def _torch(*names: str) -> frozenset[str]:
 FACTORIES = _torch(
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
     "linspace", "logspace", "eye", "tril_indices", "triu_indices", "empty_strided", "range",
-    "scalar_tensor", "complex",
+    "scalar_tensor", "complex", "hann_window", "hamming_window", "bartlett_window",
+    "blackman_window", "kaiser_window",
 )  # fmt: skip
 LIKE = _torch(
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
