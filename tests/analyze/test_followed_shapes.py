@@ -683,3 +683,37 @@ def test_a_torch_where_fill_value_float16_cannot_hold() -> None:
     bad = WHERE_FILL.format(value="-2.3819763e38")
     assert _lines(bad, "TP317") == [_line_of(bad, "torch.where(")]
     assert _lines(WHERE_FILL.format(value="-1e4"), "TP317") == []
+
+
+RANK_ZERO_METRIC = """
+import torch
+import torch.distributed as dist
+
+
+class DiceMeter:
+    def __init__(self):
+        self.total = torch.zeros(2)
+
+    def aggregate(self):
+        buf = self.total.clone()
+        dist.all_reduce(buf)
+        return buf
+
+
+def validate(model, meter):
+    return meter.aggregate()
+
+
+def main(model):
+    dist.init_process_group("nccl")
+    meter = DiceMeter()
+    {guard}
+        validate(model, meter)
+    dist.barrier()
+"""
+
+
+def test_a_collective_in_a_method_of_an_object_handed_to_rank_zero_only_code() -> None:
+    bad = RANK_ZERO_METRIC.format(guard="if dist.get_rank() == 0:")
+    assert _lines(bad, "TP416") == [_line_of(bad, "dist.all_reduce(buf)")]
+    assert _lines(RANK_ZERO_METRIC.format(guard="if True:"), "TP416") == []

@@ -93,7 +93,30 @@ def _guarded_path(a: Analysis, func: Func | None, depth: int) -> tuple[ast.If, a
 
 
 def _calls_of(a: Analysis, func: Func) -> list[ast.Call]:
-    return [c for c in a.calls_named.get(func.name, []) if a.own_callee(c) is func]
+    found = [c for c in a.calls_named.get(func.name, []) if a.own_callee(c) is func]
+    return found + _calls_on_instances(a, func)
+
+
+def _calls_on_instances(a: Analysis, func: Func) -> list[ast.Call]:
+    """``meter.aggregate()`` on an object handed around (a parameter): calls of a method that
+    only one class of the file defines, on a receiver not known to be something else."""
+    cls = a.class_of(func)
+    if cls is None or func.name.startswith("__"):
+        return []
+    owners = [c for c in a.classes.values() if a.method(c, func.name) is not None]
+    if owners != [cls]:
+        return []
+    out = []
+    for call, method in a.method_calls(func.name):
+        receiver = method.value
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+            continue  # `self.m()`: own_callee's
+        if a.qualname(method) is not None:
+            continue  # `torch.save(...)`: a library's function, not this class's method
+        info = a.info(receiver)
+        if info is None or info.cls == cls.name:
+            out.append(call)
+    return out
 
 
 def _main_only_guard(a: Analysis, node: ast.AST) -> ast.If | None:
