@@ -69,7 +69,7 @@ def _where_constants(a: Analysis, values: _Numbers) -> Iterator[Finding]:
     becomes -inf there (and NaN after a softmax over a fully masked row)."""
     for call in a.call_named("torch.where"):
         for value in call.args[1:3]:
-            number = values.of(value, call)
+            number = values.of(value, call, local=True)
             if number is None or abs(number) <= FLOAT16_MAX:
                 continue
             shown = f"`{a.text(value)}`" + ("" if _number(value) is not None else f" ({number:g})")
@@ -177,16 +177,18 @@ class _Numbers:
         self.named = _named_numbers(a)
         self.attributes: dict[ast.ClassDef, dict[str, float]] = {}
 
-    def of(self, expr: ast.expr, where: ast.AST) -> float | None:
+    def of(self, expr: ast.expr, where: ast.AST, local: bool = False) -> float | None:
+        """The number, also through an assignment in the function when ``local`` (costly:
+        asked only where few expressions are looked at)."""
         a = self.a
         if isinstance(expr, ast.Name):
             func = a.function_of(where)
             defaults = parameter_defaults(func) if func is not None else {}
             if expr.id in defaults:
                 return _number(defaults[expr.id])
-            local = assigned_value(a, expr, expr.lineno) if func is not None else None
-            if local is not None:
-                return _number(local)  # `big_neg = -2.38e38` above its use
+            bound = assigned_value(a, expr, expr.lineno) if local and func else None
+            if bound is not None:
+                return _number(bound)  # `big_neg = -2.38e38` above its use
             return self.named.get(expr.id)
         if is_self_attr(expr):
             cls = a.class_of(a.function_of(where) or a.tree)

@@ -274,18 +274,17 @@ def _async_movers(a: Analysis) -> dict[str, tuple[int, ast.Call]]:
     position of the device parameter and the copy: called with ``"cpu"`` they make async host
     copies."""
     out: dict[str, tuple[int, ast.Call]] = {}
-    for func in a.of_type(ast.FunctionDef):
-        assert isinstance(func, ast.FunctionDef)
+    for call, _ in a.method_calls("to"):
+        flag = keyword(call, "non_blocking")
+        if not (isinstance(flag, ast.Constant) and flag.value is True):
+            continue
+        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        func = a.function_of(call)
+        if func is None or not isinstance(target, ast.Name):
+            continue
         params = [p.arg for p in func.args.args]
-        for call in walk_local(func):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-                continue
-            flag = keyword(call, "non_blocking")
-            target = keyword(call, "device") or (call.args[0] if call.args else None)
-            nonblocking = isinstance(flag, ast.Constant) and flag.value is True
-            to = call.func.attr == "to" and nonblocking
-            if to and isinstance(target, ast.Name) and target.id in params:
-                out[func.name] = (params.index(target.id), call)
+        if target.id in params:
+            out[func.name] = (params.index(target.id), call)
     return out
 
 
