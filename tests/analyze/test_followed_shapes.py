@@ -717,3 +717,51 @@ def test_a_collective_in_a_method_of_an_object_handed_to_rank_zero_only_code() -
     bad = RANK_ZERO_METRIC.format(guard="if dist.get_rank() == 0:")
     assert _lines(bad, "TP416") == [_line_of(bad, "dist.all_reduce(buf)")]
     assert _lines(RANK_ZERO_METRIC.format(guard="if True:"), "TP416") == []
+
+
+LAYER_STACK = """
+import torch
+from torch import nn
+
+
+def clamp_overflow(t):
+    if {test}:
+        t = torch.clamp(t, -6e4, 6e4)
+    return t
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return clamp_overflow(self.fc(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(Layer() for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    encoder = Encoder().to(device)
+    for _ in range(4):
+        encoder(torch.randn(2, 8, device=device))
+
+
+main()
+"""
+
+
+def test_layers_iterated_from_a_module_list_are_followed_into_their_forward() -> None:
+    bad = LAYER_STACK.format(test="t.isinf().any()")
+    assert _lines(bad, "TP206") == [_line_of(bad, "if t.isinf")]
+    assert _lines(LAYER_STACK.format(test="t.dtype == torch.float16"), "TP206") == []

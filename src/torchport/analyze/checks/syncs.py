@@ -21,6 +21,10 @@ from torchport.rules import transfer as R
 
 def _maybe_on_device(a: Analysis, node: ast.expr) -> bool:
     info = a.info(node)
+    if info is not None and info.kind == K.TENSOR and info.device == "cpu" and not info.origin:
+        # "on the CPU" with no creation in sight (a layer's output, as far as this function
+        # sees its module): where it runs is what the placement analysis followed
+        return a.placed_on_device(node)
     if info is not None:
         return info.kind == K.TENSOR and info.device != "cpu"
     return a.placed_on_device(node)  # what this file's functions are handed, followed

@@ -240,7 +240,7 @@ def _subscript(ip: Interp, fr: Frame, expr: ast.Subscript) -> Val:
     if base.kind in (Kind.NDARRAY, Kind.DATASET):
         return base if base.kind is Kind.NDARRAY else (base.item or UNKNOWN)
     if base.kind is Kind.MODULE:  # nn.Sequential / ModuleList indexing
-        return Val(Kind.MODULE, base.origins)
+        return base.item if base.item is not None else Val(Kind.MODULE, base.origins)
     if base.kind is Kind.UNKNOWN and base.origins:
         return Val(Kind.UNKNOWN, base.origins)
     if base.kind is Kind.HOST:

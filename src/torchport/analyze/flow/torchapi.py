@@ -23,6 +23,7 @@ from torchport.analyze.flow.values import (
     Place,
     Val,
     element,
+    join_all,
     seq,
     tensor,
 )
@@ -317,6 +318,9 @@ def _module_class(q: str) -> bool:
     return q == "timm.create_model" or (q.startswith("transformers.") and "from_pretrained" in q)
 
 
+_CONTAINERS = frozenset({"ModuleList", "Sequential"})
+
+
 def _module_ctor(c: Invocation, q: str) -> Val:
     short = q.rsplit(".", 1)[-1]
     first = c.args[0][1] if c.args else None
@@ -326,13 +330,18 @@ def _module_ctor(c: Invocation, q: str) -> Val:
             return Val(Kind.MODULE, first.origins, ref=first.ref, qual=q)
         return Val(Kind.MODULE, qual=q)  # of a module not followed: it makes no parameters
     made = c.origin(OKind.MODEL, Place.HOST, f"`{short}(...)` at {c.where()}")
+    held: list[Val] = []
     for _, value in c.everything:
         for inner in [value, *(value.parts or ()), *([value.item] if value.item else [])]:
             if inner.kind is not Kind.MODULE:
                 continue
+            held.append(inner)
             for o in inner.origins:
                 if o.kind is OKind.MODEL and o.parent is None and o is not made:
                     o.parent = made  # a layer given to nn.Sequential moves with it
+    if short in _CONTAINERS and held:
+        # iterating or indexing it gives its layers: calls reach their forward
+        return Val(Kind.MODULE, frozenset([made]), qual=q, item=join_all(held))
     loss = short.endswith("Loss") or short in ("CosineSimilarity", "PairwiseDistance")
     # a loss that reduces gives a 0-dim tensor, which meets tensors on any device; with
     # reduction="none" it gives one value per sample (scalar=False on the module says so)

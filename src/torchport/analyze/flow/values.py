@@ -198,7 +198,7 @@ def element(val: Val) -> Val:
     if val.kind is Kind.NDARRAY:
         return val
     if val.kind is Kind.MODULE:  # iterating nn.Sequential/ModuleList gives its modules
-        return Val(Kind.MODULE, val.origins)
+        return val.item if val.item is not None else Val(Kind.MODULE, val.origins)
     if val.kind is Kind.UNKNOWN and val.item is not None:
         return val.item
     if val.kind is Kind.UNKNOWN and val.origins:
