@@ -45,8 +45,9 @@ class HardCodedCuda(Rule):
 class HardCodedDeviceIndex(Rule):
     """## What it does
     Flags a device with a fixed index: `"cuda:1"`, `torch.device("cuda", 0)`, `.cuda(1)`,
-    `torch.cuda.set_device(0)`. In a file that starts a process group, any `"cuda:N"` string
-    (a constant, a config default, a `map_location`) is flagged too.
+    `torch.cuda.set_device(0)`. In a file that starts a process group, a `"cuda:N"` string set
+    once (a module or class constant, a config or parameter default, a `map_location`) is
+    flagged too.
 
     ## Why is this bad?
     Under `torchrun` every process must use its own GPU (`LOCAL_RANK`); a fixed index puts all

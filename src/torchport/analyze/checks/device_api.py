@@ -75,11 +75,13 @@ def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
             reported.update(id(n) for n in descendants(arg))
             yield _index_finding(a, call, arg, literal)
     if any(a.call_named("torch.distributed.init_process_group")):
-        # a process of a distributed job: "cuda:0" anywhere (a constant, a config default,
+        # a process of a distributed job: "cuda:0" set once (a constant, a config default,
         # a map_location) is one GPU for every rank
         for node in a.of_type(ast.Constant):
             text = node.value  # type: ignore[attr-defined]
-            if isinstance(text, str) and _INDEXED.match(text) and id(node) not in reported:
+            if not (isinstance(text, str) and _INDEXED.match(text)) or id(node) in reported:
+                continue
+            if _a_setting(a, node):
                 yield R.HardCodedDeviceIndex.finding(
                     f"`{text!r}` names one GPU in a program that starts a process group: "
                     "every process that uses it works on that GPU; take the index from "
@@ -101,6 +103,24 @@ def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
 
 
 _INDEXED = re.compile(r"cuda:\d+\Z")
+
+
+def _a_setting(a: Analysis, node: ast.AST) -> bool:
+    """Where a program sets its device once: a module-level or class-level binding (a
+    config's field), a parameter's default, or a ``map_location=``."""
+    child = node
+    for up in a.ancestors(node):
+        if isinstance(up, ast.keyword):
+            return up.arg == "map_location"
+        if isinstance(up, ast.arguments):
+            return child in up.defaults or child in up.kw_defaults
+        if isinstance(up, ast.stmt):
+            owner = a.parents.get(up)
+            return isinstance(up, ast.Assign | ast.AnnAssign) and isinstance(
+                owner, ast.Module | ast.ClassDef
+            )
+        child = up
+    return False
 
 
 def _index_finding(a: Analysis, call: ast.Call, node: ast.expr, what: str) -> Finding:
