@@ -621,8 +621,12 @@ import torch.distributed as dist
 
 
 def setup():
-    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", 0)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return device
 
 
 def gather(stats, device):
@@ -631,7 +635,9 @@ def gather(stats, device):
     return packed
 
 
-gather([1.0, 2.0], setup())
+def main():
+    device = setup()
+    return gather([1.0, 2.0], device)
 """
 
 

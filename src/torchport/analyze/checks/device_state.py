@@ -368,17 +368,7 @@ _EAGER_STATE = ("torch.optim.Adagrad",)
 
 def _eager_state_before_move(a: Analysis) -> Iterator[Finding]:
     for call in a.call_named(*_EAGER_STATE):
-        model = next(
-            (
-                n.func.value
-                for n in ast.walk(call)
-                if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and n.func.attr in ("parameters", "named_parameters")
-                and isinstance(n.func.value, ast.Name)
-            ),
-            None,
-        )
+        model = _parameters_owner(call)
         if model is None:
             continue
         owner = a.function_of(call) or a.tree
@@ -574,7 +564,19 @@ def _optimized_model(a: Analysis, owner: ast.AST, optimizer: str, line: int) -> 
             return None
     elif not q.startswith("torch.optim.") or "lr_scheduler" in q or "swa_utils" in q:
         return None
-    for node in ast.walk(value):
+    model = _parameters_owner(value)
+    if model is not None:
+        return model
+    for arg in value.args:  # a helper that builds the optimizer from the model itself
+        info = a.info(arg) if isinstance(arg, ast.Name) else None
+        if isinstance(arg, ast.Name) and info is not None and info.kind == K.MODULE:
+            return arg
+    return None
+
+
+def _parameters_owner(optimizer: ast.Call) -> ast.Name | None:
+    """``model`` of ``torch.optim.X(model.parameters(), ...)`` (or ``named_parameters``)."""
+    for node in ast.walk(optimizer):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -582,10 +584,6 @@ def _optimized_model(a: Analysis, owner: ast.AST, optimizer: str, line: int) -> 
             and isinstance(node.func.value, ast.Name)
         ):
             return node.func.value
-    for arg in value.args:  # a helper that builds the optimizer from the model itself
-        info = a.info(arg) if isinstance(arg, ast.Name) else None
-        if isinstance(arg, ast.Name) and info is not None and info.kind == K.MODULE:
-            return arg
     return None
 
 

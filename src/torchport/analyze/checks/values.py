@@ -160,15 +160,13 @@ def dtype_of(a: Analysis, expr: ast.expr, line: int, depth: int = 0) -> str | No
         value = assigned_value(a, expr, line)
         return dtype_of(a, value, value.lineno, depth + 1) if value is not None else None
     if isinstance(expr, ast.IfExp):
-        both = [dtype_of(a, e, line, depth + 1) for e in (expr.body, expr.orelse)]
-        return next((d for d in both if d in _HALF), both[0] or both[1])
+        return _half_first([dtype_of(a, e, line, depth + 1) for e in (expr.body, expr.orelse)])
     if is_self_attr(expr):
         # `self.model_dtype`, set in a method of the class (`torch.float16 if amp else ...`)
         assert isinstance(expr, ast.Attribute)
         cls = a.class_of(a.function_of(expr) or a.tree)
         sets = a.attr_assignments(cls).get(expr.attr, []) if cls is not None else []
-        found = [dtype_of(a, value, stmt.lineno, depth + 1) for stmt, value in sets]
-        return next((d for d in found if d in _HALF), next((d for d in found if d), None))
+        return _half_first([dtype_of(a, value, stmt.lineno, depth + 1) for stmt, value in sets])
     if isinstance(expr, ast.Call):
         callee = a.own_callee(expr)
         returns = (
@@ -176,6 +174,10 @@ def dtype_of(a: Analysis, expr: ast.expr, line: int, depth: int = 0) -> str | No
             if callee is not None
             else []
         )
-        found = [dtype_of(a, r, r.lineno, depth + 1) for r in returns]
-        return next((d for d in found if d in _HALF), next((d for d in found if d), None))
+        return _half_first([dtype_of(a, r, r.lineno, depth + 1) for r in returns])
     return None
+
+
+def _half_first(found: list[str | None]) -> str | None:
+    """Of the dtypes a value may take, the half one (which the GPU path takes), else any."""
+    return next((d for d in found if d in _HALF), next((d for d in found if d), None))
