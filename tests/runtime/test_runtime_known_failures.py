@@ -165,6 +165,36 @@ def test_a_program_that_asked_for_nccl_is_told_nccl_and_takes_its_gpu_branch(
     assert len(gathered) == 1 and gathered[0].shape == (2,)
 
 
+def test_gloo_standing_in_for_nccl_is_handed_the_host_data_of_simulated_tensors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """gloo's worker thread cannot call back into Python: on torch 2.11 (an H200 run of the
+    test above) all_gather of simulated tensors failed an internal assert in PythonFallbackKernel.
+    """
+    import torch.distributed as dist
+
+    handed: list[type] = []
+    all_gather = dist.all_gather
+
+    def recording(outputs: list[torch.Tensor], tensor: torch.Tensor, *args: object) -> object:
+        handed.extend(type(t) for t in [*outputs, tensor])
+        return all_gather(outputs, tensor, *args)
+
+    monkeypatch.setattr(dist, "all_gather", recording)
+    _one_process(monkeypatch, 29600)
+    with watch("cuda"):
+        dist.init_process_group("nccl")
+        try:
+            stats = torch.tensor([1.0, 2.0], device="cuda")
+            gathered = [torch.zeros(2, device="cuda")]
+            dist.all_gather(gathered, stats)
+            seen = gathered[0].device, gathered[0].tolist()
+        finally:
+            dist.destroy_process_group()
+    assert handed == [torch.Tensor, torch.Tensor]
+    assert seen == (torch.device("cuda:0"), [1.0, 2.0])
+
+
 @pytest.mark.parametrize("wrapped_side", ["model", "checkpoint"])
 def test_a_module_prefix_mismatch_on_loading_is_reported_as_tp417(wrapped_side: str) -> None:
     bare = nn.Linear(3, 2)

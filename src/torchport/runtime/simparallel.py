@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 
 from torchport.runtime.simdevices import device_error
-from torchport.runtime.simtensor import plain, to_simulated
+from torchport.runtime.simtensor import SimTensor, plain, to_simulated
 
 if TYPE_CHECKING:
     from torchport.runtime.simulate import Simulation
@@ -138,6 +138,12 @@ def _device_only(simulation: Simulation, collective: F) -> F:
             for tensor in _tensors(args, kwargs):
                 if type(tensor) is torch.Tensor:  # not a SimTensor: on the host
                     raise _host_tensor(simulation, collective.__name__, tensor)
+        if any(isinstance(t, SimTensor) for t in _tensors(args, kwargs)):
+            # gloo gets the host data the simulated tensors hold: its worker thread cannot call
+            # back into Python (torch 2.11's all_gather fails an internal assert on a wrapper),
+            # and a collective is one C++ call on a GPU, which no function mode sees
+            with torch._C.DisableTorchFunction():
+                return collective(*plain(args), **{k: plain(v) for k, v in kwargs.items()})
         return collective(*args, **kwargs)
 
     return checked  # type: ignore[return-value]
