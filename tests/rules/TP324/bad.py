@@ -17,3 +17,12 @@ class Trainer:
 def autocast_for(device: torch.device, dtype: torch.dtype):
     """A helper returning the context a caller enters."""
     return torch.autocast(device, dtype=dtype)
+
+
+LOCAL_RANK = 0
+DEVICE = f"cuda:{LOCAL_RANK}" if torch.cuda.is_available() else "cpu"
+
+
+def train_step(model, x):
+    with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
+        return model(x.to(DEVICE))

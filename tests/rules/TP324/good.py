@@ -17,3 +17,13 @@ class Trainer:
 def autocast_for(device: torch.device, dtype: torch.dtype, enabled: bool):
     """A helper returning the context a caller enters."""
     return torch.autocast(device.type, dtype=dtype, enabled=enabled)
+
+
+LOCAL_RANK = 0
+DEVICE = f"cuda:{LOCAL_RANK}" if torch.cuda.is_available() else "cpu"
+DEVICE_TYPE = "cuda" if DEVICE.startswith("cuda") else "cpu"
+
+
+def train_step(model, x):
+    with torch.autocast(device_type=DEVICE_TYPE, dtype=torch.bfloat16):
+        return model(x.to(DEVICE))

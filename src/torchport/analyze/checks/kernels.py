@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.dtype import autocast_blocks
+from torchport.analyze.checks.values import assigned_value, is_parameter
 from torchport.analyze.edits import replace_node
 from torchport.analyze.hot import reached_from
 from torchport.analyze.infer import OF_VALUE, keyword
@@ -172,8 +173,11 @@ def autocast_device_string(a: Analysis) -> Iterator[Finding]:
         if q not in ("torch.autocast", "torch.amp.autocast"):  # the others take no device
             continue
         given = keyword(call, "device_type") or (call.args[0] if call.args else None)
+        if given is None:
+            continue
         device = _device_of_string(a, given)
-        if given is None or device is None:
+        if device is None:
+            yield from _indexed_device_string(a, given)
             continue
         fix = f"{a.text(device)}.type"
         why = (
@@ -187,6 +191,44 @@ def autocast_device_string(a: Analysis) -> Iterator[Finding]:
             a.loc(given),
             Fix(f"pass `{fix}`", (replace_node(a, given, fix),), Safety.SAFE),
         )
+
+
+def _indexed_device_string(a: Analysis, given: ast.expr) -> Iterator[Finding]:
+    """``device_type`` given a device string with its index: ``"cuda:0"``,
+    ``f"cuda:{rank}"``, or a name last set to one (also as an arm of a choice)."""
+    held: ast.expr | None = given
+    if isinstance(given, ast.Name):
+        held = assigned_value(a, given, given.lineno)
+        set_once = a.assignments(a.tree).get(given.id, [])
+        func = a.function_of(given)
+        local = (
+            func is not None and not isinstance(func, ast.Lambda) and is_parameter(func, given.id)
+        )
+        if held is None and not local and len(set_once) == 1:  # a module constant read here
+            held = set_once[0][1]
+    if held is None or not _indexed_cuda(held):
+        return
+    fix = f"torch.device({a.text(given)}).type"
+    edits = (replace_node(a, given, fix),) if a.imports.get("torch") == "torch" else ()
+    where = f" (set on line {held.lineno})" if held is not given else ""
+    yield A.AutocastDeviceString.finding(
+        f'`{a.name(given)}` is a device with its index ("cuda:0" on a GPU){where}, not a device '
+        f"type: torch releases of 2024-2025 refuse it there; pass `{fix}`",
+        a.loc(given),
+        Fix(f"pass `{fix}`", edits, Safety.SAFE),
+    )
+
+
+def _indexed_cuda(node: ast.expr) -> bool:
+    if isinstance(node, ast.IfExp):
+        return _indexed_cuda(node.body) or _indexed_cuda(node.orelse)
+    if isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("cuda:")
+    )
 
 
 def _device_of_string(a: Analysis, given: ast.expr | None) -> ast.expr | None:
