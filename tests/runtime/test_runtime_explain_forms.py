@@ -135,3 +135,14 @@ def test_a_device_tensor_among_host_ones_is_named_where_it_was_made() -> None:
         rnn(torch.randn(2, 3, 4), hidden)
     [found] = [f for f in w.findings if f.code == "TP150"]
     assert _line("# the hidden state's line") in [r.line for r in found.related]
+
+
+def test_a_host_buffer_filled_by_copy_is_named_where_it_was_made() -> None:
+    # an EMA's flat copy of the weights: made on the host, then filled from the device
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        weights = torch.randn(6, device="cuda")
+        shadow = torch.zeros(6)  # the buffer's line
+        shadow.copy_(weights)
+        shadow - weights  # the op that fails
+    [found] = [f for f in w.findings if f.code == "TP150"]
+    assert _line("# the buffer's line") in [r.line for r in found.related]

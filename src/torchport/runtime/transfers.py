@@ -179,7 +179,9 @@ class TransferHandlers:
                 self.o.on_sync(_SYNC_NAMES[call], source)
         else:
             self.o.record.add_transfer(site, "device->device", False, non_blocking, nbytes)
-        self.o.provenance.record(out, site)
+        if call != "Tensor.copy_" or self.o.provenance.get(out) is None:
+            # copy_ writes into a tensor made elsewhere: where it was made is where to fix it
+            self.o.provenance.record(out, site)
 
     def _host_to_device_checks(
         self, source: torch.Tensor, dst: torch.device, site: Site, pinned: bool, non_blocking: bool
