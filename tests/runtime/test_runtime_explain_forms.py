@@ -146,3 +146,23 @@ def test_a_host_buffer_filled_by_copy_is_named_where_it_was_made() -> None:
         shadow - weights  # the op that fails
     [found] = [f for f in w.findings if f.code == "TP150"]
     assert _line("# the buffer's line") in [r.line for r in found.related]
+
+
+class _ProxyLoss(torch.nn.Module):
+    """A loss with learnable proxies, which programs forget to move with the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proxies = torch.nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        unit = torch.nn.functional.normalize(self.proxies, dim=1)
+        return embeddings @ unit.t()
+
+
+def test_a_host_value_computed_in_a_module_left_on_the_host_names_where_it_was_made() -> None:
+    with watch("cuda") as w, pytest.raises(RuntimeError):
+        loss_fn = _ProxyLoss()  # the loss's line
+        loss_fn(torch.randn(2, 4, device="cuda"))
+    [found] = [f for f in w.findings if f.code == "TP150"]
+    assert _line("# the loss's line") in [r.line for r in found.related]

@@ -173,6 +173,7 @@ class Explainer:
                 self.state_sites.site_of(_viewed(t), stack),
                 self.state_sites.made_at(_viewed(t), stack),
                 self._provenance.copied_at(t) if t.device.type == "cpu" else None,
+                self._computed_in_unmoved(t, stack),
             )
         )
         places = {m.location() for m in made if m is not None and m != site}
@@ -241,6 +242,15 @@ class Explainer:
             made = f"{made}; " if made else ""
             return f"{made}copied to the device at {copied}, a copy that was not kept"
         return made or "computed by an earlier op"
+
+    def _computed_in_unmoved(
+        self, tensor: torch.Tensor, stack: list[torch.nn.Module]
+    ) -> Site | None:
+        """A host tensor of no known origin computed inside a module left on the host: where
+        that module was made."""
+        if tensor.device.type != "cpu" or self._made(tensor) is not None:
+            return None
+        return self.state_sites.left_on_host_at(stack)
 
     def _made(self, tensor: torch.Tensor) -> Site | None:
         """Where the program made ``tensor``, or the tensor it is a view of (`k.transpose()`)."""

@@ -192,6 +192,16 @@ class StateSites:
                 return made
         return None
 
+    def left_on_host_at(self, modules: list[nn.Module]) -> Site | None:
+        """Where the innermost running module of the user's own class was made, when every
+        tensor it holds is on the host: a host operand computed from its weights
+        (``F.normalize(self.proxies)`` in a loss never moved) points there."""
+        for module in reversed(modules):
+            made, own = self._made.get(module), _own_tensors(module)
+            if made is not None and own:
+                return made if all(t.device.type == "cpu" for t in own) else None
+        return None
+
     def built_at(self, tensor: torch.Tensor) -> Site | None:
         """Where the module holding ``tensor`` was built, among all the program built."""
         return self.site_of(tensor, list(self._sites.keys()))
