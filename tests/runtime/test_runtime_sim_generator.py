@@ -81,3 +81,17 @@ def test_a_cpu_generator_shuffling_a_loader_is_fine() -> None:
         seen = sorted(int(v) for (batch,) in loader for v in batch.to("cuda").cpu())
     assert seen == list(range(8))
     assert _generator_findings(w) == []
+
+
+def test_a_shuffling_loader_under_a_device_default_names_where_the_default_was_set() -> None:
+    # RandomSampler draws its permutation with a CPU generator: on the default device, CUDA
+    # refuses it, and the line to change is the set_default_device call, not the loop
+    with watch("cuda") as w, pytest.raises(RuntimeError, match="device type for generator"):
+        torch.set_default_device("cuda")  # default set here
+        try:
+            for _ in DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, shuffle=True):
+                pass
+        finally:
+            torch.set_default_device(None)
+    [found] = _generator_findings(w)
+    assert [r.line for r in found.related] == [_line("# default set here")]

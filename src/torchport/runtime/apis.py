@@ -158,6 +158,9 @@ class ApiMonitor:
     def _set_default_device(self, original: Any, device: Any) -> None:
         self._guarded("checking set_default_device", self._check_default_device, device)
         original(device)
+        on_host = device is None or torch.device(device).type == "cpu"
+        site = None if on_host else user_site("torch.set_default_device")
+        self._observer.explainer.default_device_set_at = site
 
     def _check_default_device(self, device: Any) -> None:
         import torch.distributed as dist

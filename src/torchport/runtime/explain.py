@@ -94,6 +94,8 @@ class Explainer:
         self._tracker = tracker
         self.state_sites = StateSites()
         self.optimizer_sites = OptimizerSites()
+        # where the program called torch.set_default_device with an accelerator, if it did
+        self.default_device_set_at: Site | None = None
 
     def explain(
         self,
@@ -208,11 +210,16 @@ class Explainer:
         )
 
     def _host_generator(self, func: Any, site: Site | None) -> Finding:
+        # torch.set_default_device may have put the draw there (a shuffling sampler's
+        # randperm, drawn with the loader's CPU generator): then that line is where to look
+        default = self.default_device_set_at
+        why = "" if default is None else f" (the default device set at line {default.line})"
         return CpuGeneratorForDeviceTensor.finding(
-            f"{call_name(func)} draws on the device with a CPU torch.Generator, which CUDA "
+            f"{call_name(func)} draws on the device{why} with a CPU torch.Generator, which CUDA "
             "refuses (\"Expected a 'cuda' device type for generator but found 'cpu'\")",
             None if site is None else site.location(),
             Fix("make the generator on the device: torch.Generator(device=device)"),
+            related=() if default is None else (default.location(),),
         )
 
     def _running(self) -> str:
