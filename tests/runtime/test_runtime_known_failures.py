@@ -207,3 +207,11 @@ def test_a_module_prefix_mismatch_on_loading_is_reported_as_tp417(wrapped_side: 
     assert found.location is not None and found.location.line == _line("# fails on the prefix")
     into = "into `model.module`" if wrapped_side == "model" else "strip the prefix"
     assert found.fix is not None and into in found.fix.title
+
+
+def test_an_optimizer_refusing_a_tensor_moved_after_requires_grad_is_tp117() -> None:
+    with pytest.raises(ValueError, match="non-leaf"), watch("cuda") as w:
+        image = torch.rand(3, 8).requires_grad_(True).to("cuda")
+        torch.optim.Adam([image], lr=0.01)  # the optimizer refuses it
+    [found] = [f for f in w.findings if f.code == "TP117"]
+    assert found.location is not None and found.location.line == _line("# the optimizer refuses it")

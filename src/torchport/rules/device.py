@@ -360,14 +360,19 @@ class NumpyOfDeviceTensor(Rule):
 class ParameterMovedAtCreation(Rule):
     """## What it does
     Flags `nn.Parameter(t).to(device)`, `nn.Parameter(t).cuda()` and dtype casts such as
-    `nn.Parameter(t).half()`: a parameter moved or cast right where it is made.
+    `nn.Parameter(t).half()`: a parameter moved or cast right where it is made. Also a tensor
+    that asks for gradients and is then moved, `t.requires_grad_().to(device)` or
+    `torch.zeros(n, requires_grad=True).cuda()`; under `run`, an optimizer refusing a
+    non-leaf tensor.
 
     ## Why is this bad?
     `.to()` of a Parameter returns a plain tensor computed from it (not a leaf, not a
     Parameter) whenever it has to copy, as it does on a GPU. Assigned to `self.x`, it is not
     registered: `parameters()` misses it, so the optimizer never trains it, and
     `state_dict()` does not save it. On the CPU `.to("cpu")` returns the Parameter itself,
-    so the bug only shows on the accelerator.
+    so the bug only shows on the accelerator. The same holds for a tensor optimized in place
+    (an image in style transfer, an adversarial perturbation): the moved copy is not a leaf,
+    its `.grad` stays None, and `torch.optim` refuses it ("can't optimize a non-leaf Tensor").
 
     ## Example
     ```python
@@ -382,7 +387,8 @@ class ParameterMovedAtCreation(Rule):
 
     ## Fix safety
     Unsafe: moves the call inside, `nn.Parameter(t.to(device))`, which registers the
-    parameter (it joins `parameters()` and `state_dict()`).
+    parameter (it joins `parameters()` and `state_dict()`). Safe for `requires_grad_()`:
+    `t.to(device).requires_grad_()` is the same tensor as before on the CPU.
 
     ## References
     - [pytorch/pytorch#9303](https://github.com/pytorch/pytorch/issues/9303)

@@ -14,6 +14,7 @@ import torch
 
 from torchport.findings import Finding, Fix, Location
 from torchport.rules.checkpoints import StateDictPrefixMismatch
+from torchport.rules.device import ParameterMovedAtCreation
 from torchport.rules.device_ops import FailsOnTheDevice
 from torchport.rules.distributed import WrappedBeforeMoved
 from torchport.runtime.failure import StrictFindingError
@@ -50,6 +51,16 @@ def finding_for(exc: BaseException, site: Site | None) -> Finding | None:
                 site.location(),
                 Fix(fix),
             )
+    if "can't optimize a non-leaf Tensor" in text:
+        return ParameterMovedAtCreation.finding(
+            "the optimizer was given a tensor that is not a leaf: on a GPU, `.to()` of a "
+            "tensor that requires grad (or of a Parameter) returns a copy computed from it",
+            site.location(),
+            Fix(
+                "move first, then ask for gradients (`t.to(device).requires_grad_()`), or "
+                "make it on the device: torch.randn(..., device=device, requires_grad=True)"
+            ),
+        )
     loading, prefixed = _LOADING_INTO.search(text), _PREFIXED.search(text)
     if loading is not None and prefixed is not None:
         into_wrapper = prefixed.group(1) == "Missing"

@@ -25,3 +25,14 @@ class HalfGate(nn.Module):
 
 prompt = nn.Parameter(torch.randn(4, 16)).to(device=device)
 optimizer = torch.optim.SGD([nn.Parameter(torch.ones(2)).to("cuda")], lr=0.1)
+
+
+def stylize(content, device, steps=10):
+    image = (torch.randn_like(content) * 1e-3).requires_grad_(True).to(device)
+    noise = torch.zeros(3, 8, requires_grad=True).cuda()
+    optimizer = torch.optim.Adam([image, noise], lr=0.03)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        (image - content).pow(2).sum().backward()
+        optimizer.step()
+    return image

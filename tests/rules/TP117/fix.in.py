@@ -10,3 +10,8 @@ class Scaler(nn.Module):
         self.scale = nn.Parameter(torch.ones(n)).to(device)
         self.shift = nn.Parameter(torch.zeros(n)).cuda()
         self.mix = nn.Parameter(torch.ones(n) * 0.5).to(device)
+
+
+def adversarial(x, device):
+    delta = (torch.rand_like(x) - 0.5).requires_grad_(True).to(device, non_blocking=True)
+    return torch.optim.SGD([delta], lr=0.01)

@@ -9,7 +9,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
 from torchport.analyze.context import Func, is_self_attr, walk_local
-from torchport.analyze.edits import add_keyword, ensure_import, insert_at
+from torchport.analyze.edits import add_keyword, ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
 from torchport.findings import Edit, Finding, Fix, Safety, Severity
 from torchport.rules import device as R
@@ -466,6 +466,8 @@ _MOVABLE_ARGS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 @detector(R.ParameterMovedAtCreation)
 def parameter_moved_at_creation(a: Analysis) -> Iterator[Finding]:
+    if "requires_grad" in a.source:
+        yield from _leaf_moved_at_creation(a)
     if "Parameter" not in a.source:
         return
     for call, func in a.method_calls(*_PARAMETER_MOVES):
@@ -481,6 +483,64 @@ def parameter_moved_at_creation(a: Analysis) -> Iterator[Finding]:
             a.loc(call),
             _nest_move(a, made, call),
         )
+
+
+def _leaf_moved_at_creation(a: Analysis) -> Iterator[Finding]:
+    """``t.requires_grad_().to(device)`` and ``torch.randn(..., requires_grad=True).cuda()``:
+    on a GPU the name holds the copy, which is not a leaf (an input optimized in place: an
+    adversarial example, a style-transfer image, a learned prompt)."""
+    for call, func in a.method_calls("to", "cuda"):
+        made = func.value
+        if not isinstance(made, ast.Call) or (func.attr == "to" and _only_to_cpu(a, call)):
+            continue
+        asked = isinstance(made.func, ast.Attribute) and made.func.attr == "requires_grad_"
+        given = [*made.args, *(k.value for k in made.keywords)] if asked else []
+        if any(isinstance(g, ast.Constant) and g.value is False for g in given):
+            continue
+        flag = keyword(made, "requires_grad")
+        if not (asked or (isinstance(flag, ast.Constant) and flag.value is True)):
+            continue
+        if not _needs_a_leaf(a, call):
+            continue  # an input that only carries the graph (`x.requires_grad_().cuda()`)
+        fix = Fix("move first, then ask for gradients: `t.to(device).requires_grad_()`")
+        if asked:
+            made_text = a.text(made)
+            cut = made_text.rfind(".requires_grad_")  # the receiver keeps its parentheses
+            move = a.text(call)[len(made_text) :]
+            fixed = f"{made_text[:cut]}{move}{made_text[cut:]}"
+            fix = Fix(fix.title, (replace_node(a, call, fixed),), Safety.SAFE)
+        yield R.ParameterMovedAtCreation.finding(
+            f"`{a.name(call)}` is not a leaf on the GPU: the move copies there, and the copy "
+            "is what you keep; its `.grad` stays None and an optimizer refuses it (\"can't "
+            'optimize a non-leaf Tensor"); move first, then `requires_grad_()`, or make it '
+            "with `device=`",
+            a.loc(call),
+            fix,
+        )
+
+
+def _needs_a_leaf(a: Analysis, call: ast.Call) -> bool:
+    """Whether the name ``call`` is assigned to is read for its ``.grad`` or handed to an
+    optimizer in the same function (where a copy that is not a leaf breaks)."""
+    stmt = a.parents.get(call)
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return False
+    target = stmt.targets[0]
+    if not isinstance(target, ast.Name):
+        return False
+    for node in walk_local(a.function_of(call) or a.tree):
+        if isinstance(node, ast.Attribute) and node.attr == "grad" and _is_name(node.value, target):
+            return True
+        if isinstance(node, ast.Call) and (a.qualname(node.func) or "").startswith("torch.optim."):
+            given = node.args[0] if node.args else None
+            items = given.elts if isinstance(given, ast.List | ast.Tuple) else [given]
+            if any(item is not None and _is_name(item, target) for item in items):
+                return True
+    return False
+
+
+def _is_name(node: ast.expr, name: ast.Name) -> bool:
+    return isinstance(node, ast.Name) and node.id == name.id
 
 
 def _only_to_cpu(a: Analysis, call: ast.Call) -> bool:
