@@ -432,6 +432,53 @@ class AutocastDeviceString(Rule):
     severity = Severity.WARNING
 
 
+@register
+class GradScalerPerStep(Rule):
+    """## What it does
+    Flags a `GradScaler` made in code that runs once per training step (a trainer's
+    `optimize_parameters`, the body of the batch loop) and stepped there: each step gets a
+    new scaler.
+
+    ## Why is this bad?
+    A scaler learns its loss scale across steps: it starts at 65536, halves it after a step
+    whose gradients overflowed (and skips that step), and grows it again after a run of clean
+    steps. A new scaler per step starts from 65536 every time, so a model whose gradients
+    overflow at that scale skips every step and never trains, and the scale never adapts.
+    The CPU path usually builds it disabled, so nothing shows until the GPU run.
+
+    ## Example
+    ```python
+    def train_step(self, batch):
+        scaler = torch.amp.GradScaler("cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = self.model(batch)
+        scaler.scale(loss).backward()
+        scaler.step(self.optimizer)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    def __init__(self, model, optimizer):
+        ...
+        self.scaler = torch.amp.GradScaler("cuda")  # once, kept across steps
+
+    def train_step(self, batch):
+        ...
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+    ```
+
+    ## References
+    - [PyTorch AMP examples: one scaler for the whole run](https://pytorch.org/docs/stable/notes/amp_examples.html)
+    """
+
+    code = "TP326"
+    name = "grad-scaler-per-step"
+    severity = Severity.ERROR
+
+
 # --- runtime rules (torchport run): TP350-TP399 ------------------------------------------
 
 

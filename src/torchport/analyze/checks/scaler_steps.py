@@ -1,7 +1,7 @@
 """Static detectors of the GradScaler's step sequence: `optimizer.step()` that bypasses the
 scaler (TP309), `scaler.update()` never called or skipped after `unscale_` (TP310),
-gradients of a scaled output used as they are (TP320), and `unscale_` at every micro-batch
-of an accumulation (TP323)."""
+gradients of a scaled output used as they are (TP320), `unscale_` at every micro-batch
+of an accumulation (TP323), and a scaler made anew for every step (TP326)."""
 
 from __future__ import annotations
 
@@ -214,3 +214,39 @@ def _is_scaled(a: Analysis, node: ast.expr) -> bool:
         and node.func.attr == "scale"
         and _is_scaler(a, node.func.value)
     )
+
+
+@detector(A.GradScalerPerStep)
+def grad_scaler_per_step(a: Analysis) -> Iterator[Finding]:
+    if not a.makes_scaler:
+        return
+    for call in a.call_named(*K.GRAD_SCALERS):
+        stmt = a.parents.get(call)
+        if not a.is_hot(call) or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+            continue
+        target = stmt.targets[0]
+        if not isinstance(target, ast.Name):
+            continue  # `self.scaler = ...` may be made once, lazily
+        owner = a.function_of(call) or a.tree
+        made_in = a.enclosing(call, ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
+        steps = [
+            c
+            for c in _calls_in(owner)
+            if isinstance(c.func, ast.Attribute)
+            and c.func.attr in ("step", "update")
+            and isinstance(c.func.value, ast.Name)
+            and c.func.value.id == target.id
+        ]
+        # stepped in a loop of its own: one scaler per epoch or per run, which is fine
+        if not steps or any(
+            a.enclosing(c, ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef) is not made_in
+            for c in steps
+        ):
+            continue
+        yield A.GradScalerPerStep.finding(
+            f"`{a.name(call)}` makes a new GradScaler at every step: its loss scale starts "
+            "over at 65536 each time, so it never adapts, and a model whose gradients overflow "
+            "there skips every step; make the scaler once, before the loop (or in `__init__`)",
+            a.loc(call),
+            Fix("make the GradScaler once and keep it across steps"),
+        )
