@@ -169,11 +169,18 @@ def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
     """A call of a same-file function that makes one training step (``self._update(batch)``
     whose body calls ``loss.backward()`` outside any loop of its own): the loop calling it is
     the training loop. A function that loops over batches itself (``train_epoch``) has its own
-    hot loop, and the loop calling it runs once per epoch. Only plain functions and ``self``
-    methods are followed (cheap to resolve; no inference)."""
+    hot loop, and the loop calling it runs once per epoch. Plain functions and ``self``
+    methods are followed, and ``trainer.optimize_parameters(it)`` when one method of the
+    file's classes is what it calls."""
     if depth == 0 or not isinstance(node, ast.Call):
         return False
     callee = ctx.own_callee(node)
+    func = node.func
+    if callee is None and isinstance(func, ast.Attribute) and not is_self_attr(func):
+        if ctx.enclosing(node, *_COMPREHENSIONS) is not None:
+            return False  # ``[trainer.step(b) for b in loader]`` is a batch loop of its own
+        methods = _object_methods(ctx, func)
+        callee = methods[0] if len(methods) == 1 else None
     if callee is None or rarely_runs(ctx, node):
         return False
     body = _own_body(callee)

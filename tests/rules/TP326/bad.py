@@ -32,3 +32,26 @@ def train_inline(model, optimizer, loader):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+
+
+class GanTrainer:
+    def __init__(self, net_g, optimizer_g):
+        self.net_g, self.optimizer_g = net_g.to(device), optimizer_g
+
+    def optimize_generator(self, noise):
+        scaler = torch.amp.GradScaler("cuda")
+        with torch.autocast(device.type, dtype=torch.float16):
+            loss = self.net_g(noise).mean()
+        scaler.scale(loss).backward()
+        scaler.step(self.optimizer_g)
+        scaler.update()
+
+
+def noise_batches(n):
+    for _ in range(n):
+        yield torch.randn(4, 8)
+
+
+def fit_gan(gan):
+    for noise in noise_batches(8):  # a generator, not a DataLoader: hot by what the body does
+        gan.optimize_generator(noise.to(device))
