@@ -39,3 +39,19 @@ def log_loss(loss):
     dist.all_reduce(loss)
     if dist.get_rank() == 0:
         print(loss.item())
+
+
+def gather_losses(loss):
+    buckets = [torch.empty_like(loss) for _ in range(dist.get_world_size())]
+    dist.all_gather(buckets, loss)
+    return torch.cat(buckets)
+
+
+def train(model, batches, eval_every):
+    is_main_process = dist.get_rank() == 0
+    for step, batch in enumerate(batches):
+        loss = model(batch)
+        if step % eval_every == 0:
+            gathered = gather_losses(loss.detach())  # every process joins
+            if is_main_process:
+                print(gathered.mean().item())

@@ -153,8 +153,8 @@ def _on_main(test: ast.expr) -> bool | None:
         if False in parts:
             return False
         return True if True in parts else None
-    if isinstance(test, ast.Call):
-        name = ast.unparse(test.func).lower()
+    if isinstance(test, ast.Call | ast.Name | ast.Attribute):  # is_main_process(), a flag
+        name = ast.unparse(test.func if isinstance(test, ast.Call) else test).lower()
         return True if any(w in name for w in _MAIN_WORDS) else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         return _rank_compare(test.left, test.ops[0], test.comparators[0])
