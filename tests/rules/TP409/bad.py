@@ -50,3 +50,9 @@ class CacheConnector:
 def serve():
     tp_rank = int(os.environ.get("RANK", 0))
     return CacheConnector(tp_rank, pool=[])
+
+
+def spawned_worker(gpu, args):
+    rank = args.node_rank * args.gpus_per_node + gpu
+    dist.init_process_group("nccl", rank=rank, world_size=args.world_size)
+    torch.cuda.set_device(rank)

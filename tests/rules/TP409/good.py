@@ -57,3 +57,9 @@ class CacheConnector:
 def serve():
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     return CacheConnector(local_rank, pool=[])
+
+
+def spawned_worker(gpu, args):
+    rank = args.node_rank * args.gpus_per_node + gpu
+    dist.init_process_group("nccl", rank=rank, world_size=args.world_size)
+    torch.cuda.set_device(gpu)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
@@ -95,18 +96,37 @@ def _held_by_key(a: Analysis) -> dict[str, list[ast.expr | None]]:
 def _is_global_rank(
     a: Analysis, expr: ast.expr, held: dict[str, list[ast.expr | None]], depth: int = 0
 ) -> bool:
-    """``dist.get_rank()``, ``int(os.environ["RANK"])``, or a place that only ever holds it."""
+    """``dist.get_rank()``, ``int(os.environ["RANK"])``, ``node_rank * gpus + gpu``, or a
+    place that only ever holds it."""
     if isinstance(expr, ast.Call):
         if a.qualname(expr.func) == "torch.distributed.get_rank":
             return True
         func = expr.func
         is_int = isinstance(func, ast.Name) and func.id == "int" and len(expr.args) == 1
         return is_int and _reads_rank_variable(a, expr.args[0])
+    if _rank_over_nodes(expr):
+        return True
     if depth > 2:
         return False
     values = _values_of(a, expr, held)
     return bool(values) and all(
         v is not None and _is_global_rank(a, v, held, depth + 1) for v in values
+    )
+
+
+_NODE = re.compile(r"node|\bnr\b|machine")
+
+
+def _rank_over_nodes(expr: ast.expr) -> bool:
+    """``node_rank * nprocs + local_idx``: a process's rank counted over every node (what an
+    ``mp.spawn`` worker computes for ``init_process_group``)."""
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add)):
+        return False
+    return any(
+        isinstance(side, ast.BinOp)
+        and isinstance(side.op, ast.Mult)
+        and _NODE.search(ast.unparse(side).lower()) is not None
+        for side in (expr.left, expr.right)
     )
 
 
