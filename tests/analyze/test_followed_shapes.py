@@ -771,3 +771,35 @@ def test_layers_iterated_from_a_module_list_are_followed_into_their_forward() ->
     bad = LAYER_STACK.format(test="t.isinf().any()")
     assert _lines(bad, "TP206") == [_line_of(bad, "if t.isinf")]
     assert _lines(LAYER_STACK.format(test="t.dtype == torch.float16"), "TP206") == []
+
+
+# set l (2026-11-27): a config's device_id default that nothing sets from the local rank
+INDEX_IN_A_CONFIG = """
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class Config:
+    device_id: int = 0
+    backend: str = "nccl"
+
+
+def init(cfg):
+    {assign}
+    torch.cuda.set_device(cfg.device_id)
+    dist.init_process_group(cfg.backend)
+
+
+init(Config())
+"""
+
+
+def test_a_device_index_from_a_config_default_is_one_gpu_for_every_rank() -> None:
+    bad = INDEX_IN_A_CONFIG.format(assign="pass")
+    assert _lines(bad, "TP110") == [_line_of(bad, "set_device(")]
+    good = INDEX_IN_A_CONFIG.format(assign='cfg.device_id = int(os.environ["LOCAL_RANK"])')
+    assert _lines(good, "TP110") == []

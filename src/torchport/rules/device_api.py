@@ -47,7 +47,8 @@ class HardCodedDeviceIndex(Rule):
     Flags a device with a fixed index: `"cuda:1"`, `torch.device("cuda", 0)`, `.cuda(1)`,
     `torch.cuda.set_device(0)`. In a file that starts a process group, a `"cuda:N"` string set
     once (a module or class constant, a config or parameter default, a `map_location`) is
-    flagged too.
+    flagged too, and so is a device index read from a setting whose default nothing in the
+    file changes (`torch.cuda.set_device(cfg.device_id)` with `device_id: int = 0`).
 
     ## Why is this bad?
     Under `torchrun` every process must use its own GPU (`LOCAL_RANK`); a fixed index puts all

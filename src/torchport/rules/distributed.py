@@ -278,8 +278,9 @@ class GlobalRankAsDevice(Rule):
     """## What it does
     Flags a CUDA device index taken from the global rank (`dist.get_rank()`,
     `int(os.environ["RANK"])`, the rank an `mp.spawn` worker computes over the nodes,
-    `node_rank * gpus_per_node + gpu`, or a variable holding one of them): `torch.device(f"cuda:{rank}")`,
-    `torch.device("cuda", rank)`, `torch.cuda.set_device(rank)`, `.to(rank)`, `.cuda(rank)`,
+    `node_rank * gpus_per_node + gpu`, or a variable holding one of them):
+    `torch.device(f"cuda:{rank}")`, `torch.device("cuda", rank)`,
+    `torch.cuda.set_device(rank)`, `.to(rank)`, `.cuda(rank)`,
     `DistributedDataParallel(..., device_ids=[rank])`.
 
     ## Why is this bad?

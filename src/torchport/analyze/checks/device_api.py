@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
+from torchport.analyze.checks.ranks import device_indices
+from torchport.analyze.checks.settings import setting_default
 from torchport.analyze.edits import ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
 from torchport.analyze.walk import descendants
@@ -89,6 +91,7 @@ def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
                     a.loc(node),
                     Fix('use `torch.device("cuda", int(os.environ["LOCAL_RANK"]))`'),
                 )
+        yield from _index_from_a_setting(a)
     for call in a.calls:
         q = a.qualname(call.func)
         is_method = isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and q is None
@@ -103,6 +106,28 @@ def hard_coded_device_index(a: Analysis) -> Iterator[Finding]:
 
 
 _INDEXED = re.compile(r"cuda:\d+\Z")
+
+
+def _index_from_a_setting(a: Analysis) -> Iterator[Finding]:
+    """``torch.cuda.set_device(cfg.device_id)`` where ``device_id: int = 0`` is a config's
+    default that nothing in the file sets from the process's rank."""
+    seen: set[int] = set()
+    for where, index in device_indices(a):
+        found = setting_default(a, index)
+        if found is None or index.lineno in seen:
+            continue
+        default, written = found
+        if type(default.value) is not int:
+            continue
+        seen.add(index.lineno)
+        yield R.HardCodedDeviceIndex.finding(
+            f"`{a.name(where)}` takes GPU {default.value} from a setting nothing in the file "
+            f"changes (`{a.name(index)}`, {default.value} at line {written.lineno}): every "
+            "process of the job works on that GPU; set it from `LOCAL_RANK`",
+            a.loc(index),
+            Fix('set it from `int(os.environ["LOCAL_RANK"])` in each process'),
+            related=(a.loc(written),),
+        )
 
 
 def _a_setting(a: Analysis, node: ast.AST) -> bool:

@@ -22,7 +22,7 @@ def global_rank_as_device(a: Analysis) -> Iterator[Finding]:
         return
     held = _held_by_key(a)
     lines: set[int] = set()  # `DDP(model.to(rank), device_ids=[rank])` is one mistake
-    for where, index in _device_indices(a):
+    for where, index in device_indices(a):
         if index.lineno in lines or not _is_global_rank(a, index, held):
             continue
         lines.add(index.lineno)
@@ -35,7 +35,7 @@ def global_rank_as_device(a: Analysis) -> Iterator[Finding]:
         )
 
 
-def _device_indices(a: Analysis) -> Iterator[tuple[ast.AST, ast.expr]]:
+def device_indices(a: Analysis) -> Iterator[tuple[ast.AST, ast.expr]]:
     """Each expression used as a CUDA device index, with the call, keyword (``device_ids=``)
     or f-string that uses it."""
     for call in a.calls:
