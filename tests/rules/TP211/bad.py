@@ -27,3 +27,16 @@ def benchmark_op(fn, iters=10):
     for _ in range(iters):
         fn()
     return (time.perf_counter() - start) / iters
+
+
+class SpeedLogger:
+    """A trainer callback: the timer starts in one hook and stops in the other."""
+
+    def __init__(self):
+        self.times = []
+
+    def on_batch_start(self, trainer, batch):
+        self._t0 = time.perf_counter()
+
+    def on_batch_end(self, trainer, outputs):
+        self.times.append(time.perf_counter() - self._t0)

@@ -55,3 +55,18 @@ def time_loader(make_batches):
     make_batches()
     torch.cuda.synchronize()
     return time.perf_counter() - start
+
+
+class SpeedLogger:
+    """A trainer callback: the timer starts in one hook and stops in the other."""
+
+    def __init__(self):
+        self.times = []
+
+    def on_batch_start(self, trainer, batch):
+        torch.cuda.synchronize()
+        self._t0 = time.perf_counter()
+
+    def on_batch_end(self, trainer, outputs):
+        torch.cuda.synchronize()
+        self.times.append(time.perf_counter() - self._t0)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value
-from torchport.analyze.context import walk_local
+from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.hot import looks_like_model_call, rarely_runs
 from torchport.findings import Finding, Fix, Severity
 from torchport.rules import transfer as R
@@ -322,6 +322,67 @@ def timing_without_synchronize(a: Analysis) -> Iterator[Finding]:
                 ),
                 related=(a.loc(model),),
             )
+    yield from _split_timers(a)
+
+
+_STARTS, _STOPS = ("start", "begin", "before"), ("end", "after", "stop")
+
+
+def _named(method: ast.AST | None, words: tuple[str, ...]) -> bool:
+    name = method.name.lower() if isinstance(method, ast.FunctionDef) else ""
+    return any(word in name for word in words)
+
+
+def _split_timers(a: Analysis) -> Iterator[Finding]:
+    """A callback's timer: ``self._t0 = time.perf_counter()`` in one method (at a batch's
+    start) and ``time.perf_counter() - self._t0`` in another (at its end), with no wait for
+    the GPU in either: the model ran between them, from code that calls both."""
+    for node in a.of_type(ast.BinOp):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
+            continue
+        end, start = node.left, node.right
+        if not (_is_clock(a, end) and is_self_attr(start)):
+            continue
+        stop_method = a.function_of(node)
+        cls = a.class_of(stop_method) if stop_method is not None else None
+        if stop_method is None or cls is None:
+            continue
+        assert isinstance(start, ast.Attribute)
+        started = [
+            stmt
+            for method in cls.body
+            if isinstance(method, ast.FunctionDef) and method is not stop_method
+            for stmt in walk_local(method)
+            if isinstance(stmt, ast.Assign)
+            and any(a.text(t) == a.text(start) for t in stmt.targets)
+            and _is_clock(a, stmt.value)
+        ]
+        if len(started) != 1:
+            continue
+        start_method = a.function_of(started[0])
+        if not (_named(start_method, _STARTS) and _named(stop_method, _STOPS)):
+            continue  # hooks around a step (`on_batch_start` / `on_batch_end`), nothing else
+        calls = [
+            c
+            for method in (start_method, stop_method)
+            if method is not None
+            for c in walk_local(method)
+            if isinstance(c, ast.Call)
+        ]
+        if any(_waits(a, c) for c in calls):
+            continue
+        yield R.TimingWithoutSynchronize.finding(
+            f"`{a.name(end)}` ends a timer started in another method (line "
+            f"{started[0].lineno}) without waiting for the GPU: the work between the two calls "
+            "was only queued, so this times the launch; call `torch.cuda.synchronize()` before "
+            "each clock read",
+            a.loc(end),
+            Fix(
+                "call torch.cuda.synchronize() before both clock reads (or time with "
+                "torch.cuda.Event(enable_timing=True))"
+            ),
+            related=(a.loc(started[0]),),
+        )
 
 
 def _waits(a: Analysis, call: ast.Call) -> bool:
