@@ -49,3 +49,12 @@ def fit(model, dataset, device):
     for images, labels in dm.train_dataloader():
         images = images.to(device)
         model(images).sum().backward()
+
+
+from types import SimpleNamespace  # noqa: E402
+
+settings = SimpleNamespace(loader=SimpleNamespace(batch_size=8, workers=0))
+
+
+def make_namespaced_loader(dataset):
+    return DataLoader(dataset, batch_size=settings.loader.batch_size, num_workers=settings.loader.workers)

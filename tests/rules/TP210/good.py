@@ -33,3 +33,12 @@ def make_loader(dataset, cfg: LoaderConfig):
 
 def main(dataset):
     return make_loader(dataset, LoaderConfig(num_workers=8))
+
+
+from types import SimpleNamespace  # noqa: E402
+
+settings = SimpleNamespace(loader=SimpleNamespace(batch_size=8, workers=4))
+
+
+def make_namespaced_loader(dataset):
+    return DataLoader(dataset, batch_size=settings.loader.batch_size, num_workers=settings.loader.workers)

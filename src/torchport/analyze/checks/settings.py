@@ -1,8 +1,9 @@
 """The value a settings object gives a loader option when nothing in the file changes it.
 
 Real programs pass ``num_workers=cfg.num_workers`` and ``pin_memory=args.pin_memory``, and the
-mistake sits in the defaults: a dataclass field (``num_workers: int = 0``), a class attribute, or
-an argparse option (``add_argument("--num-workers", default=0)``). A default counts only when it
+mistake sits in the defaults: a dataclass field (``num_workers: int = 0``), a class attribute, an
+argparse option (``add_argument("--num-workers", default=0)``), or a namespace
+(``SimpleNamespace(num_workers=0)``). A default counts only when it
 is the file's one definition of that name and nothing in the file sets it otherwise: no
 assignment to ``<obj>.<name>``, no keyword of that name given to a class of the file.
 """
@@ -24,7 +25,7 @@ def setting_default(a: Analysis, expr: ast.expr) -> tuple[ast.Constant, ast.stmt
         expr = alias if alias is not None else expr
     if not isinstance(expr, ast.Attribute) or _set_elsewhere(a, expr.attr):
         return None
-    found = [*_class_fields(a, expr.attr), *_options(a, expr.attr)]
+    found = [*_class_fields(a, expr.attr), *_options(a, expr.attr), *_namespaces(a, expr.attr)]
     if len(found) != 1:
         return None
     return found[0]
@@ -44,6 +45,22 @@ def _class_fields(a: Analysis, name: str) -> list[tuple[ast.Constant, ast.stmt |
                 if not isinstance(value, ast.Constant):
                     return []  # a computed default: not followed
                 out.append((value, stmt))
+    return out
+
+
+_NAMESPACES = ("types.SimpleNamespace", "argparse.Namespace")
+
+
+def _namespaces(a: Analysis, name: str) -> list[tuple[ast.Constant, ast.stmt | ast.expr]]:
+    """``SimpleNamespace(num_workers=0, ...)``: a config written as a namespace."""
+    out: list[tuple[ast.Constant, ast.stmt | ast.expr]] = []
+    for call in a.call_named(*_NAMESPACES):
+        for kw in call.keywords:
+            if kw.arg != name:
+                continue
+            if not isinstance(kw.value, ast.Constant):
+                return []  # a computed value: not followed
+            out.append((kw.value, kw.value))
     return out
 
 
