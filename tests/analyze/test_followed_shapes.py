@@ -803,3 +803,36 @@ def test_a_device_index_from_a_config_default_is_one_gpu_for_every_rank() -> Non
     assert _lines(bad, "TP110") == [_line_of(bad, "set_device(")]
     good = INDEX_IN_A_CONFIG.format(assign='cfg.device_id = int(os.environ["LOCAL_RANK"])')
     assert _lines(good, "TP110") == []
+
+
+# set l (2026-11-27): an evaluation-only job (no DDP) whose metrics are named before returning
+SHARD_EVALUATION = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    hits = torch.zeros((), device=device)
+    seen = torch.zeros((), device=device)
+    for images, labels in loader:
+        hits += (model(images.to(device)).argmax(1) == labels.to(device)).sum()
+        seen += labels.numel()
+    {reduce}
+    accuracy = hits / seen
+    return {{"accuracy": accuracy}}
+
+
+def main(model, dataset, device):
+    dist.init_process_group("nccl")
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    print(evaluate(model, loader, device))
+"""
+
+
+def test_a_shard_metric_named_before_it_is_returned_is_followed_without_ddp() -> None:
+    bad = SHARD_EVALUATION.format(reduce="pass")
+    assert _lines(bad, "TP414") == [_line_of(bad, "accuracy = hits")]
+    good = SHARD_EVALUATION.format(reduce="dist.all_reduce(hits); dist.all_reduce(seen)")
+    assert _lines(good, "TP414") == []

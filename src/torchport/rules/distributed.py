@@ -476,10 +476,11 @@ class AccumulationWithoutNoSync(Rule):
 @register
 class ShardMetricNotReduced(Rule):
     """## What it does
-    Flags an evaluation function of a DDP job that counts over a loader split across the
-    processes (a `DistributedSampler`, or a subset by rank; also handed down through a
-    parameter) and returns a ratio of its counts (`correct / total`) without a collective
-    (`dist.all_reduce`, `all_gather`) in between.
+    Flags an evaluation function of a distributed job (DDP, or a process group alone) that
+    counts over a loader split across the processes (a `DistributedSampler`, or a subset by
+    rank; also handed down through a parameter) and returns a ratio of its counts
+    (`correct / total`, or a name holding it) without a collective (`dist.all_reduce`,
+    `all_gather`) in between.
 
     ## Why is this bad?
     Each process sees 1/N of the validation set: the accuracy it returns is its shard's. Rank

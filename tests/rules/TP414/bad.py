@@ -64,3 +64,20 @@ def launch(model, val_set, local_rank):
     model = DDP(model.to(local_rank), device_ids=[local_rank])
     val_loader = DataLoader(val_set, batch_size=32, sampler=DistributedSampler(val_set))
     return fit(model, val_loader, local_rank)
+
+
+@torch.no_grad()
+def detection_scores(model, loader, device):
+    hits = torch.zeros((), device=device)
+    found = torch.zeros((), device=device)
+    for images, boxes in loader:
+        preds = model(images.to(device))
+        hits += (preds[:, 4] > 0.5).sum()
+        found += boxes.shape[0]
+    recall = hits / found.clamp(min=1)
+    return {"recall": recall}
+
+
+def evaluate_detector(model, dataset, local_rank):
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False))
+    return detection_scores(model, loader, local_rank)

@@ -28,21 +28,37 @@ _COMBINING = frozenset(
 def shard_metric_not_reduced(a: Analysis) -> Iterator[Finding]:
     if "DistributedSampler" not in a.source and "rank" not in a.source:
         return
-    if not any(a.call_named(_DDP)):
+    if not any(a.call_named(_DDP, _INIT)):
         return
     for func, loader in _evaluations_of_shards(a):
         counted = _accumulated(func)
-        for ret in (n for n in walk_local(func) if isinstance(n, ast.Return)):
-            if ret.value is None or not _ratio_of(ret.value, counted):
-                continue
+        for ratio in _returned_ratios(a, func, counted):
             yield R.ShardMetricNotReduced.finding(
-                f"`{a.name(ret.value)}` is this process's share only: `{a.name(loader)}` is "
+                f"`{a.name(ratio)}` is this process's share only: `{a.name(loader)}` is "
                 "split across the processes and no collective combines the counts; "
                 "all_reduce them before dividing",
-                a.loc(ret),
+                a.loc(ratio),
                 Fix("dist.all_reduce a tensor of the counts (sum) before taking the ratio"),
                 related=(a.loc(loader),),
             )
+
+
+_INIT = "torch.distributed.init_process_group"
+
+
+def _returned_ratios(a: Analysis, func: Func, counted: set[str]) -> Iterator[ast.expr]:
+    """Ratios of the counts that ``func`` returns: written in the ``return``, or assigned to
+    a name the ``return`` holds (``recall = tp / n_gt``; ``return {"recall": recall}``)."""
+    for ret in (n for n in walk_local(func) if isinstance(n, ast.Return)):
+        if ret.value is None:
+            continue
+        if _ratio_of(ret.value, counted):
+            yield ret.value
+            continue
+        for name in (n for n in ast.walk(ret.value) if isinstance(n, ast.Name)):
+            value = assigned_value(a, name, ret.lineno)
+            if value is not None and _ratio_of(value, counted):
+                yield value
 
 
 def _evaluations_of_shards(a: Analysis) -> Iterator[tuple[Func, ast.expr]]:
