@@ -544,3 +544,41 @@ class SyncBatchNormAfterWrapping(Rule):
     code = "TP415"
     name = "sync-batchnorm-after-wrapping"
     severity = Severity.WARNING
+
+
+@register
+class DataParallelLossPerReplica(Rule):
+    """## What it does
+    Flags `loss.backward()` on the output of an `nn.DataParallel` model whose `forward`
+    returns the loss it computes (`return F.cross_entropy(logits, y)`), with no `.mean()`
+    or `.sum()` in between.
+
+    ## Why is this bad?
+    DataParallel runs `forward` on each GPU and gathers what they return: a 0-dim loss per
+    replica becomes a vector of one loss per GPU. `backward()` on it raises "grad can be
+    implicitly created only for scalar outputs". One GPU (or the CPU) hides it: the wrapper
+    is skipped or the vector has one element, so it shows on the first multi-GPU run.
+
+    ## Example
+    ```python
+    model = nn.DataParallel(ModelWithLoss(net))  # forward returns F.cross_entropy(...)
+    loss = model(x, y)
+    loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    loss = model(x, y).mean()  # one loss per GPU: average them
+    loss.backward()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [pytorch/pytorch#9811: DataParallel does not work with tensors of dimension 0](https://github.com/pytorch/pytorch/issues/9811)
+    """
+
+    code = "TP419"
+    name = "data-parallel-loss-per-replica"
+    severity = Severity.ERROR

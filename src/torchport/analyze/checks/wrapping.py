@@ -1,6 +1,8 @@
 """Static detectors of how a model is wrapped in DDP and trained under it: wrapped with device
 ids before it is moved (TP411), gradients all-reduced at every micro-batch of an accumulation
-(TP413), BatchNorm converted to SyncBatchNorm after wrapping (TP415).
+(TP413), BatchNorm converted to SyncBatchNorm after wrapping (TP415), and a DataParallel
+model whose forward returns its loss, backpropagated without reducing the replicas' losses
+(TP419).
 
 DataParallel is not flagged: moving the wrapper after wrapping moves its module too, before
 the first forward pass, which is when DataParallel checks (with one GPU it moves the module
@@ -13,7 +15,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.context import walk_local
+from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.context import Func, walk_local
 from torchport.analyze.hot import rarely_runs
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
@@ -163,3 +166,72 @@ def sync_batchnorm_after_wrapping(a: Analysis) -> Iterator[Finding]:
             Fix("call convert_sync_batchnorm before DistributedDataParallel(...)"),
             related=(a.loc(wrap),),
         )
+
+
+_FUNCTIONAL_LOSSES = frozenset(
+    {"cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+     "kl_div", "ctc_loss", "cosine_embedding_loss", "margin_ranking_loss"}
+)  # fmt: skip
+
+
+@detector(R.DataParallelLossPerReplica)
+def data_parallel_loss_per_replica(a: Analysis) -> Iterator[Finding]:
+    if "DataParallel" not in a.source:
+        return
+    for wrap in a.call_named("torch.nn.DataParallel"):
+        module = wrap.args[0] if wrap.args else keyword(wrap, "module")
+        info = a.info(module) if module is not None else None
+        cls = a.classes.get(info.cls or "") if info is not None else None
+        forward = a.method(cls, "forward") if cls is not None else None
+        returned = _returned_loss(a, forward) if forward is not None else None
+        wrapper = _bound_to(a, wrap)
+        if returned is None or wrapper is None:
+            continue
+        for backward in _backwards_of_outputs(a, a.function_of(wrap) or a.tree, wrapper):
+            yield R.DataParallelLossPerReplica.finding(
+                f"`{a.name(backward)}` backpropagates what `{wrapper}` returns: its forward "
+                f"returns a loss (line {returned.lineno}), which DataParallel gathers into one "
+                "loss per GPU, and backward() of that vector raises; take `.mean()` first",
+                a.loc(backward),
+                Fix("average the replicas' losses: `loss = model(...).mean()`"),
+                related=(a.loc(returned),),
+            )
+
+
+def _returned_loss(a: Analysis, forward: Func) -> ast.Return | None:
+    """The ``return`` of ``forward`` that hands back a loss function's result."""
+    for ret in (n for n in walk_local(forward) if isinstance(n, ast.Return)):
+        value = ret.value
+        if isinstance(value, ast.Name):
+            value = assigned_value(a, value, ret.lineno)
+        if isinstance(value, ast.Call) and _is_loss_call(a, value):
+            return ret
+    return None
+
+
+def _is_loss_call(a: Analysis, call: ast.Call) -> bool:
+    name = (a.qualname(call.func) or "").removeprefix("torch.nn.functional.")
+    if name in _FUNCTIONAL_LOSSES or (name.endswith("_loss") and "." not in name):
+        return True
+    info = a.info(call.func)
+    return info is not None and info.cls is not None and info.cls.endswith("Loss")
+
+
+def _backwards_of_outputs(a: Analysis, owner: ast.AST, wrapper: str) -> list[ast.Call]:
+    """``loss.backward()`` or ``scaler.scale(loss).backward()`` where ``loss`` was last set to
+    ``wrapper(...)`` itself (not ``wrapper(...).mean()``)."""
+    found = []
+    for node in walk_local(owner):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "backward":
+            continue
+        receiver = node.func.value
+        if isinstance(receiver, ast.Call) and len(receiver.args) == 1:  # scaler.scale(loss)
+            receiver = receiver.args[0]
+        if not isinstance(receiver, ast.Name):
+            continue
+        made = assigned_value(a, receiver, node.lineno)
+        if isinstance(made, ast.Call) and a.text(made.func) == wrapper:
+            found.append(node)
+    return found

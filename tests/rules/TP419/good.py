@@ -1,0 +1,37 @@
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class WithLoss(nn.Module):
+    """The loss computed in forward, a common way to balance memory across GPUs."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, y):
+        loss = F.cross_entropy(self.net(x), y)
+        return loss
+
+
+def train(net, batches, device):
+    model = WithLoss(net).to(device)
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in batches:
+        loss = model(x.to(device), y.to(device))
+        loss = loss.mean()  # one loss per GPU under DataParallel
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def train_plain(net, batches, device):
+    model = nn.DataParallel(nn.Sequential(net, nn.LogSoftmax(dim=1)).to(device))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in batches:
+        out = model(x.to(device))  # outputs, not a loss: gathered along the batch
+        F.nll_loss(out, y.to(device)).backward()
+        optimizer.step()
