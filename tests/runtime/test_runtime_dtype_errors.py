@@ -97,6 +97,20 @@ def test_whole_numbers_a_bfloat16_cast_rounds_are_reported_at_the_cast() -> None
     assert "998 becomes 1000" in found.message
 
 
+def test_id_columns_of_a_table_cast_to_float16_are_reported_beside_fractional_ratings() -> None:
+    # (user id, item id, rating) rows read from one CSV, all cast to the model's dtype
+    users, items = torch.arange(0, 6000, 2.0), torch.arange(1, 6001, 2.0)
+    ratings = torch.linspace(1.0, 5.0, 3000) + 0.25
+    with watch("cuda") as w:
+        table = torch.stack([users, items, ratings], dim=1)
+        batch = table.to("cuda", dtype=torch.float16)  # ids past 2048 round
+        scores = (torch.rand(512, 3) * 4).to("cuda", dtype=torch.float16)  # no whole column
+    assert batch.dtype == scores.dtype == torch.float16
+    [found] = [f for f in w.findings if f.code == "TP355"]
+    assert found.location is not None and found.location.line == _line("# ids past 2048 round")
+    assert "of 6000" in found.message  # the two id columns, not the ratings
+
+
 def test_positions_cast_with_type_as_to_a_float16_buffer_are_reported() -> None:
     with watch("cuda") as w:
         inv_freq = torch.rand(8, device="cuda").half()

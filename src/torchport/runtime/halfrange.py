@@ -37,7 +37,8 @@ FLOAT16_MAX = 65504.0
 # The largest N such that every whole number up to N is exact in the dtype.
 EXACT_WHOLE = {torch.bfloat16: 256, torch.float16: 2048}
 CASTS = {T.to, T.half, T.bfloat16, T.type, T.type_as}
-_SMALL = 4096  # timesteps and positions are small; activations are not read
+_SMALL = 1 << 15  # timesteps, positions and id tables are small; activations are not read
+_TABLE_COLUMNS = 16
 
 
 def setitem_checked(observer: Observer, handler: Handler) -> Handler:
@@ -153,9 +154,10 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
     after = before.to(out.dtype) if observer.sim is None else simtensor.plain(out)
     if float(before.abs().max()) <= limit:
         return
-    if before.is_floating_point() and not bool((before == before.round()).all()):
+    whole = _whole(before)
+    if whole is None:
         return  # not whole numbers: rounding them is what half precision is for
-    changed = after.double() != before.double()
+    changed = (after.double() != before.double()) & whole
     if not bool(changed.any()):
         return
     worst = int(changed.nonzero()[0][0]) if before.dim() == 1 else None
@@ -167,9 +169,24 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
         observer,
         call_name(func),
         f"casting whole numbers up to {float(before.abs().max()):g} to {dtype} rounds "
-        f"{int(changed.sum())} of {before.numel()}{example}: {dtype} holds every whole number "
+        f"{int(changed.sum())} of {int(whole.sum())}{example}: {dtype} holds every whole number "
         f"only up to {limit}",
     )
+
+
+def _whole(values: torch.Tensor) -> torch.Tensor | None:
+    """Where ``values`` holds whole numbers that matter: everywhere, or for a table of a few
+    columns (ids beside ratings, read from one CSV) the columns of whole numbers only; None
+    when there are none."""
+    if not values.is_floating_point():
+        return torch.ones_like(values, dtype=torch.bool)
+    exact = values == values.round()
+    if bool(exact.all()):
+        return exact
+    if values.dim() == 2 and values.shape[1] <= _TABLE_COLUMNS:
+        columns = exact.all(dim=0, keepdim=True).expand_as(exact)
+        return columns if bool(columns.any()) else None
+    return None
 
 
 def _defer_cast(
@@ -180,9 +197,12 @@ def _defer_cast(
     if site is None:
         return
     top = source.abs().max()
-    flag = (top > limit) & (out.double() != source.double()).any()
-    if source.is_floating_point():
-        flag = flag & (source == source.round()).all()
+    changed = out.double() != source.double()
+    if source.is_floating_point():  # whole numbers only, as _whole reads them (no sync here)
+        exact = source == source.round()
+        table = source.dim() == 2 and source.shape[1] <= _TABLE_COLUMNS
+        changed = changed & (exact.all(dim=0, keepdim=True) if table else exact.all())
+    flag = (top > limit) & changed.any()
     dtype = str(out.dtype).removeprefix("torch.")
     message = (
         f"casting whole numbers up to {{top}} to {dtype} rounds some of them: {dtype} holds "
