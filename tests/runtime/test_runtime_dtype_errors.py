@@ -231,3 +231,26 @@ def test_deferred_evidence_is_read_once_per_site_when_the_watch_ends() -> None:
     assert "up to 998 to bfloat16" in finding.message
     deferred.settle(observer)  # type: ignore[arg-type]
     assert len(observer.added) == 1 and observer.internals == []
+
+
+def test_pca_lowrank_under_float16_autocast_fails_as_cudas_qr_does() -> None:
+    # CUDA autocast runs the matmul inside in float16 and QR has no half kernel there
+    # (pytorch/pytorch#99710); CPU autocast, which the simulation runs on, upcasts QR instead
+    with pytest.raises(RuntimeError, match="geqrf_cuda"), watch("cuda") as w:
+        feats = torch.randn(64, 8, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            torch.pca_lowrank(feats, q=4)  # QR refuses float16
+    [found] = [f for f in w.findings if f.code == "TP353"]
+    assert found.location is not None and found.location.line == _line("# QR refuses float16")
+    assert found.fix is not None and "enabled=False" in found.fix.title
+
+
+def test_pca_lowrank_outside_autocast_runs_on_the_simulated_device() -> None:
+    with watch("cuda") as w:
+        feats = torch.randn(64, 8, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            hidden = feats @ torch.randn(8, 8, device="cuda")
+            with torch.autocast("cuda", enabled=False):
+                _, s, _ = torch.pca_lowrank(hidden.float(), q=4)
+    assert s.shape == (4,) and s.device.type == "cuda"
+    assert [f for f in w.findings if f.code in ("TP152", "TP353")] == []

@@ -338,7 +338,10 @@ class NoDeviceKernelForDtype(Rule):
     Flags an op that the CPU computes for the dtype it is given but CUDA has no kernel for:
     a matrix product of two integer tensors (`one_hot(t).T @ one_hot(p)`, `counts.t() @
     counts`), a bilinear or bicubic `F.interpolate` of a uint8 image, and an average or 2-D max
-    pooling of an integer tensor, in a file that runs on an accelerator.
+    pooling of an integer tensor, in a file that runs on an accelerator. Also QR
+    (`torch.linalg.qr`, and `torch.pca_lowrank` / `svd_lowrank`, which run it) reached from a
+    CUDA autocast region: autocast hands it float16, and CUDA's QR takes float32 and float64
+    only (pytorch/pytorch#99710). Under `run --simulate`, these ops fail as on a GPU.
 
     ## Why is this bad?
     The program runs on the CPU and stops on the GPU: "addmm_cuda" not implemented for

@@ -27,6 +27,12 @@ _VALUE_FIXES = {
         "keep values within the dtype's range: torch.finfo(t.dtype).min instead of -1e9, or "
         "compute this op in float32."
     ),
+    # before the general entry: CUDA's QR (pca_lowrank, svd_lowrank) has no half kernel, and
+    # CUDA autocast hands it the float16 output of the matmul before it
+    '"geqrf_cuda" not implemented': (
+        "run it outside autocast on float32: `with torch.autocast(device.type, "
+        "enabled=False): torch.pca_lowrank(x.float(), ...)`."
+    ),
     "not implemented for": "compute it in a dtype the device has a kernel for (.float()).",
     "unsafe to autocast": (
         "drop the sigmoid and apply BCEWithLogitsLoss (binary_cross_entropy_with_logits) to "

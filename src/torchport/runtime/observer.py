@@ -31,6 +31,7 @@ from torchport.runtime import (
     simgenerator,
     simhost,
     siminside,
+    simkernels,
     simtensor,
     syncs,
     transfers,
@@ -218,6 +219,8 @@ class Observer(TorchFunctionMode):
                 handler = halfrange.setitem_checked(self, handler)
         if self.sim is not None and func in simtensor.HOST_TOLERANT:
             handler = functools.partial(simtensor.host_arguments_onto_device, handler)
+        if self.sim is not None and func in simkernels.HALF_FUNCTIONS:
+            handler = simkernels.half_checked(handler)
         if func in accumulate.ADDITIONS:
             handler = self.accumulation.checked(handler)
         elif func in halfrange.CASTS:

@@ -4,11 +4,13 @@ The simulated device computes on the CPU, which has kernels CUDA does not: an in
 product (``adj @ one_hot`` of two int64 tensors), an average pooling of int64 labels or a
 bilinear resize of uint8 frames runs on the CPU and stops on a GPU with '"addmm_cuda" not
 implemented for 'Long''. Simulated CUDA autocast runs as CPU autocast, which allows
-``binary_cross_entropy``; CUDA autocast refuses it. The check is one set look-up per op.
+``binary_cross_entropy``; CUDA autocast refuses it. CUDA's QR takes no half precision, which
+``torch.pca_lowrank`` meets under float16 autocast. The check is one set look-up per op.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -45,12 +47,20 @@ INTEGER_POOLS: dict[Any, str] = {
     _aten.avg_pool3d.default: "avg_pool3d_out_cuda_frame",
     _aten.max_pool2d_with_indices.default: "max_pool2d_with_indices_out_cuda_frame",
 }
+# QR (which torch.pca_lowrank and svd_lowrank run on a matmul's output, float16 under
+# autocast): CUDA's takes float32 and float64 only (pytorch/pytorch#99710)
+HALF_DECOMPOSITIONS: dict[Any, str] = {
+    _aten.linalg_qr.default: "geqrf_cuda",
+    _aten.geqrf.default: "geqrf_cuda",
+}
+_HALF_NAMES = {torch.float16: "Half", torch.bfloat16: "BFloat16"}
 # aten ops CUDA autocast refuses to run (a float16 sigmoid output's log saturates)
 BANNED_UNDER_AUTOCAST = frozenset({_aten.binary_cross_entropy.default})
 CHECKED = (
     frozenset(INTEGER_MATMULS)
     | frozenset(INTEGER_RESIZES)
     | frozenset(INTEGER_POOLS)
+    | frozenset(HALF_DECOMPOSITIONS)
     | BANNED_UNDER_AUTOCAST
 )
 # Whether each simulated-device autocast region entered and not yet left is enabled, innermost
@@ -77,6 +87,9 @@ def check(func: Any, args: tuple[Any, ...]) -> None:
             )
         return
     first = args[0] if args else None
+    if func in HALF_DECOMPOSITIONS:
+        _check_half_input(first)
+        return
     if not (isinstance(first, torch.Tensor) and first.dtype in _NAMES):
         return
     if func in INTEGER_RESIZES:
@@ -89,3 +102,29 @@ def check(func: Any, args: tuple[Any, ...]) -> None:
         f"\"{kernel}\" not implemented for '{_NAMES[first.dtype]}' (torchport --simulate: "
         f"CUDA has {what}; compute it in a floating dtype)"
     )
+
+
+# The same QR at the function level: simulated CUDA autocast runs as CPU autocast, which
+# casts QR's input to float32 before the op sees it; CUDA autocast leaves it float16.
+HALF_FUNCTIONS = frozenset({torch.linalg.qr, torch.geqrf})
+
+
+def half_checked(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` for QR on the simulated device, refusing half precision as CUDA does."""
+
+    def checked(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        first = args[0] if args else kwargs.get("A", kwargs.get("input"))
+        if isinstance(first, torch.Tensor) and first.device.type != "cpu":
+            _check_half_input(first)
+        return handler(func, args, kwargs)
+
+    return checked
+
+
+def _check_half_input(first: object) -> None:
+    if isinstance(first, torch.Tensor) and first.dtype in _HALF_NAMES:
+        raise RuntimeError(
+            f"\"geqrf_cuda\" not implemented for '{_HALF_NAMES[first.dtype]}' (torchport "
+            "--simulate: CUDA's QR takes float32 and float64 only; under autocast, run it "
+            "with autocast disabled on a float32 copy)"
+        )

@@ -33,3 +33,17 @@ def patch_votes_float(seg, patch, device):
     seg = seg.cuda()
     mask = (seg == 1).float().unsqueeze(1)
     return torch.nn.functional.avg_pool2d(mask, patch, divisor_override=1).long()
+
+
+class Whitener:
+    def fit(self, feats):
+        _, s, v = torch.pca_lowrank(feats.float(), q=8)
+        self.proj = v / s
+        return self
+
+
+@torch.no_grad()
+def embed(encoder, batches, device):
+    with torch.autocast(device_type=device.type, dtype=torch.float16):
+        feats = torch.cat([encoder(x.to(device)) for x in batches])
+    return Whitener().fit(feats)  # outside the autocast block

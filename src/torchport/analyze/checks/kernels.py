@@ -45,6 +45,7 @@ def no_device_kernel_for_dtype(a: Analysis) -> Iterator[Finding]:
         )
     yield from _uint8_resizes(a)
     yield from _integer_pools(a)
+    yield from _qr_under_autocast(a)
 
 
 def _integer_on_device(a: Analysis, node: ast.expr) -> str | None:
@@ -108,6 +109,36 @@ def _uint8_resizes(a: Analysis) -> Iterator[Finding]:
             "uint8 kernel for it (the CPU has); resize a float copy (`.float()`) and round back",
             a.loc(call),
             Fix("resize `x.float()` and cast back with `.round().to(torch.uint8)`"),
+        )
+
+
+# QR, and the low-rank decompositions that run it on a matmul's output
+_QR_USERS = ("torch.pca_lowrank", "torch.svd_lowrank", "torch.linalg.qr", "torch.qr")
+
+
+def _qr_under_autocast(a: Analysis) -> Iterator[Finding]:
+    """QR reached from a CUDA autocast region: autocast leaves QR's input in float16 (the
+    matmul before it casts down) and CUDA's QR has no half kernel (pytorch/pytorch#99710)."""
+    if "autocast" not in a.source or not any(a.call_named(*_QR_USERS)):
+        return
+    reach = {
+        block: reached_from(a, [block.body]) for block, call in autocast_blocks(a) if _on_cuda(call)
+    }
+    off = [block for block, call in autocast_blocks(a) if _disabled(call)]
+    for call in a.call_named(*_QR_USERS):
+        block = next((b for b, under in reach.items() if call in under), None)
+        if block is None or any(_inside(call, region) for region in off):
+            continue
+        yield R.NoDeviceKernelForDtype.finding(
+            f"`{a.name(call)}` runs under the autocast block at line {block.lineno}: CUDA "
+            "autocast hands its QR a float16 matrix, and CUDA's QR has no half kernel "
+            "(\"geqrf_cuda\" not implemented for 'Half'); run it with autocast disabled on a "
+            "float32 copy",
+            a.loc(call),
+            Fix(
+                "wrap it in `with torch.autocast(device.type, enabled=False):` and pass `x.float()`"
+            ),
+            related=(a.loc(block),),
         )
 
 
