@@ -13,3 +13,19 @@ loaded = torch.load(cache, weights_only=False)
 table = np.linspace(0.0, 1.0, 5)
 torch.save([table, torch.zeros(2)], "table.pt")
 rows = torch.load("table.pt")
+
+
+# host copies written and read back by the same file
+def snapshot(model, path):
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, path)
+    return torch.load(path)
+
+
+def unpack(buffer, device):
+    return {"weight": buffer.to(device)}
+
+
+def roundtrip(buffer, path):
+    host_state = unpack(buffer, torch.device("cpu"))
+    torch.save(host_state, path)
+    return torch.load(path)

@@ -449,12 +449,23 @@ def _on_host(a: Analysis, value: ast.expr, line: int, depth: int) -> bool:
         return all(_on_host(a, v, line, depth + 1) for v in value.values)
     if isinstance(value, ast.List | ast.Tuple):
         return all(_on_host(a, v, line, depth + 1) for v in value.elts)
+    if isinstance(value, ast.DictComp):
+        return _on_host(a, value.value, line, depth + 1)
     info = a.info(value)
     if info is not None:
         return info.kind == K.NDARRAY or (info.kind == K.TENSOR and info.device == "cpu")
     if isinstance(value, ast.Name):
         bound = assigned_value(a, value, line)
         return bound is not None and _on_host(a, bound, bound.lineno, depth + 1)
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr == "cpu":
+            return True  # `v.cpu()`, `{k: v.cpu() for ...}`
+        # a helper of the file told to put its result on the host (`to_dict(buf, "cpu")`)
+        given = [*value.args, *(k.value for k in value.keywords)]
+        scope = a.scope(value)
+        return a.own_callee(value) is not None and any(
+            device_of(scope, arg, line) == "cpu" for arg in given
+        )
     return False
 
 
