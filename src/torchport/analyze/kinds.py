@@ -78,6 +78,8 @@ FACTORIES = {
         "normal",
         "bernoulli",
         "multinomial",
+        # a module's helper that makes its tensor on the CPU unless given device=
+        "nn.Transformer.generate_square_subsequent_mask",
     ]
 }
 INT_FACTORIES = {"torch.randint", "torch.randperm", "torch.tril_indices", "torch.triu_indices"}

@@ -22,3 +22,12 @@ def update_on_device(policy, optimizer, replay):
     for states in replay.minibatches(8, 32):
         policy(states).sum().backward()
         optimizer.step()
+
+
+@torch.no_grad()
+def greedy_decode(model, src, steps, device):
+    ys = torch.zeros(src.size(0), 1, dtype=torch.long, device=device)
+    for _ in range(steps):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(ys.size(1), device=device)
+        ys = torch.cat([ys, model(ys, mask)[:, -1:].argmax(-1)], dim=1)
+    return ys

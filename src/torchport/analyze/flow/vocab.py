@@ -18,7 +18,7 @@ FACTORIES = _torch(
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
     "linspace", "logspace", "eye", "tril_indices", "triu_indices", "empty_strided", "range",
     "scalar_tensor", "complex", "hann_window", "hamming_window", "bartlett_window",
-    "blackman_window", "kaiser_window",
+    "blackman_window", "kaiser_window", "nn.Transformer.generate_square_subsequent_mask",
 )  # fmt: skip
 LIKE = _torch(
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
