@@ -467,7 +467,8 @@ def test_a_generic_non_blocking_mover_called_for_the_host_is_an_async_copy() -> 
     ]
     assert finding.location is not None
     assert finding.location.line == _line_of(bad, "np.save(")
-    assert [r.line for r in finding.related] == [_line_of(bad, "non_blocking=True")]
+    copied, inside = _line_of(bad, 'move({"probs"'), _line_of(bad, "non_blocking=True")
+    assert [r.line for r in finding.related] == [copied, inside]
     good = MOVER.format(sync="\n    torch.cuda.synchronize()")
     assert _lines(good, "TP208") == []
 

@@ -195,7 +195,8 @@ def non_blocking_read_before_sync(a: Analysis) -> Iterator[Finding]:
                 "`synchronize()`) first",
                 a.loc(read),
                 Fix("synchronize before reading it"),
-                related=tuple(a.loc(c) for c in [_moved_to_host_by(call, movers)] if c),
+                # the copy itself, and for a generic mover the copy line inside it
+                related=tuple(a.loc(c) for c in [call, _moved_to_host_by(call, movers)] if c),
             )
 
 
