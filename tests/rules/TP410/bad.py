@@ -62,3 +62,15 @@ def finetune(net, local_rank, path):
     learner = Learner(net)
     learner.wrap_ddp(local_rank)
     learner.save_state(path)  # wrapped by now: module. keys
+
+
+def maybe_parallel(net, device):
+    net = net.to(device)
+    if torch.cuda.device_count() > 1:
+        net = nn.DataParallel(net)
+    return net
+
+
+def pretrain(net, device, path):
+    model = maybe_parallel(net, device)
+    torch.save(model.state_dict(), path)

@@ -85,3 +85,16 @@ def pretrain_then_finetune(net, local_rank, path):
     pretrain.save_state(path)  # never wrapped: bare keys
     learner = Learner(net)
     learner.wrap_ddp(local_rank)
+
+
+def maybe_parallel(net, device):
+    net = net.to(device)
+    if torch.cuda.device_count() > 1:
+        net = nn.DataParallel(net)
+    return net
+
+
+def pretrain(net, device, path):
+    model = maybe_parallel(net, device)
+    bare = model.module if isinstance(model, nn.DataParallel) else model
+    torch.save(bare.state_dict(), path)

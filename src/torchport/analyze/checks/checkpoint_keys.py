@@ -241,10 +241,26 @@ def _wrapped_at_save(
     last = assigned_value(a, model, save.lineno)
     if last is not None:
         here = [w for w in found if w.value is last]
-        return here[0] if here else None
+        return here[0] if here else _wrapped_by_helper(a, last, wraps)
     if owner is None or not _passed_wrapped(a, owner, key, wraps):
         return None
     return found[0]
+
+
+def _wrapped_by_helper(
+    a: Analysis, value: ast.expr, wraps: dict[str, list[ast.Assign]]
+) -> ast.Assign | None:
+    """``model = maybe_parallel(net)``: the wrapping a same-file helper makes (on some
+    machines: ``if torch.cuda.device_count() > 1``) of the name it returns."""
+    helper = a.own_callee(value) if isinstance(value, ast.Call) else None
+    if helper is None:
+        return None
+    for ret in (n for n in walk_local(helper) if isinstance(n, ast.Return)):
+        if isinstance(ret.value, ast.Name):
+            inside = [w for w in wraps.get(ret.value.id, []) if a.function_of(w) is helper]
+            if inside:
+                return inside[0]
+    return None
 
 
 def _wrapped_before_saving(a: Analysis, wrapper: Func | None, saver: Func | None) -> bool:
