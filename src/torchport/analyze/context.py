@@ -168,6 +168,19 @@ class FileContext:
     def dataset_classes(self) -> set[str]:
         return {n for n, c in self.classes.items() if self.base_names(c) & K.DATASET_BASES}
 
+    @cached_property
+    def plain_methods(self) -> dict[str, list[Func]]:
+        """The methods of the file's classes that are not modules (trainers, meters,
+        callbacks), by name: what ``obj.name(...)`` may call when found by name alone."""
+        out: dict[str, list[Func]] = {}
+        for name, cls in self.classes.items():
+            if name in self.module_classes:
+                continue
+            for stmt in cls.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                    out.setdefault(stmt.name, []).append(stmt)
+        return out
+
     def method(self, cls: ast.ClassDef, name: str) -> Func | None:
         for stmt in cls.body:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:

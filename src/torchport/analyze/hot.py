@@ -177,10 +177,14 @@ def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
     callee = ctx.own_callee(node)
     func = node.func
     if callee is None and isinstance(func, ast.Attribute) and not is_self_attr(func):
+        # the one plain class of the file (a trainer, not a layer) with that method, found by
+        # name alone as own_callee finds functions: no inference of the receiver
+        methods = ctx.plain_methods.get(func.attr, [])
+        if len(methods) != 1:
+            return False
         if ctx.enclosing(node, *_COMPREHENSIONS) is not None:
             return False  # ``[trainer.step(b) for b in loader]`` is a batch loop of its own
-        methods = _object_methods(ctx, func)
-        callee = methods[0] if len(methods) == 1 else None
+        callee = methods[0]
     if callee is None or rarely_runs(ctx, node):
         return False
     body = _own_body(callee)
