@@ -78,8 +78,29 @@ def _half_model_half_input() -> None:
     model(torch.randn(3, 4, device="cuda").half())
 
 
+def _gan_updates_after_each_backward() -> None:
+    model, opt = _setup()
+    head = nn.Linear(1, 1).to("cuda")
+    opt_head = torch.optim.SGD(head.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cuda")
+    for _ in range(2):
+        scaler.scale(_loss(model)).backward()
+        scaler.step(opt)
+        scaler.update()
+        scaler.scale(head(_loss(model).detach().unsqueeze(0)).sum()).backward()
+        scaler.step(opt_head)
+        scaler.update()
+
+
 @pytest.mark.parametrize(
-    "program", [_correct, _bf16_without_scaler, _disabled_scaler_fp32, _half_model_half_input]
+    "program",
+    [
+        _correct,
+        _bf16_without_scaler,
+        _disabled_scaler_fp32,
+        _half_model_half_input,
+        _gan_updates_after_each_backward,
+    ],
 )
 def test_correct_mixed_precision_gets_no_warning(program: Callable[[], None]) -> None:
     with watch("cuda") as w:
@@ -135,6 +156,18 @@ def _unscale_every_micro_batch() -> None:
         scaler.unscale_(opt)  # TP354
         if i % 2 == 1:
             scaler.step(opt)
+            scaler.update()
+
+
+def _updated_per_optimizer() -> None:
+    model, opt = _setup()
+    head = nn.Linear(1, 1).to("cuda")
+    opt_head = torch.optim.SGD(head.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cuda")
+    for _ in range(2):
+        scaler.scale(head(_loss(model).unsqueeze(0)).sum()).backward()
+        for optimizer in (opt, opt_head):
+            scaler.step(optimizer)  # TP357
             scaler.update()
 
 
@@ -196,6 +229,7 @@ def _deprecated_apis() -> None:
         (_step_without_update, {("TP310", _line("TP310"))}),
         (_scaled_loss_discarded, {("TP314", _line("TP314"))}),
         (_unscale_every_micro_batch, {("TP354", _line("TP354"))}),
+        (_updated_per_optimizer, {("TP357", _line("TP357"))}),
         (_float16_without_scaler, {("TP312", _line("autocast-region"))}),
         (_bf16_with_scaler, {("TP308", _line("autocast-region"))}),
         (_half_model_with_scaler, {("TP306", _line("TP306"))}),

@@ -523,3 +523,46 @@ class UnscaleTwiceBeforeUpdate(Rule):
     code = "TP354"
     name = "unscale-twice-before-update"
     severity = Severity.ERROR
+
+
+@register
+class ScalerUpdatedBetweenSteps(Rule):
+    """## What it does
+    Reports, at run time, `scaler.step(optimizer)` for gradients of a backward pass after
+    `scaler.update()` already ran for that pass: one scaler shared by several optimizers and
+    updated after each of their steps (an optimizer wrapper whose `step()` also updates the
+    scaler).
+
+    ## Why is this bad?
+    `update()` changes the loss scale (halves it after an overflow, grows it after a run of
+    clean steps). The next optimizer then unscales gradients made with the old scale by the
+    new one: they come out twice or half as large, and an overflow seen by the first
+    optimizer is forgotten by the second. The CPU path runs a disabled scaler, where nothing
+    shows.
+
+    ## Example
+    ```python
+    scaler.scale(loss).backward()
+    for opt in (opt_encoder, opt_decoder):
+        scaler.step(opt)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    scaler.scale(loss).backward()
+    for opt in (opt_encoder, opt_decoder):
+        scaler.step(opt)
+    scaler.update()  # once per iteration, after every optimizer stepped
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [PyTorch AMP examples: working with multiple models, losses, and optimizers](https://pytorch.org/docs/stable/notes/amp_examples.html)
+    """
+
+    code = "TP357"
+    name = "scaler-updated-between-steps"
+    severity = Severity.ERROR

@@ -40,6 +40,7 @@ from torchport.rules.amp import (
     ClipWithoutUnscale,
     Float16AutocastWithoutScaler,
     ScaledLossDiscarded,
+    ScalerUpdatedBetweenSteps,
     UnscaleTwiceBeforeUpdate,
 )
 from torchport.rules.dtype import (
@@ -81,6 +82,7 @@ class _ScalerState:
     unscaled: bool = False
     stepped: set[int] = field(default_factory=set)  # id() of the optimizers it stepped
     unscaled_for: set[int] = field(default_factory=set)  # id() of the optimizers unscaled
+    updated_at: Site | None = None  # the update() that began this state, if one did
 
 
 class AmpMonitor:
@@ -313,6 +315,18 @@ class AmpMonitor:
         if state is None:
             return
         site = user_site("scaler.step")
+        if state.updated_at is not None and not (state.scaled or state.backward_scaled):
+            # no scaled backward since the update: these gradients were made with the scale
+            # the update just replaced
+            self._report(
+                ScalerUpdatedBetweenSteps,
+                f"scaler.step() after scaler.update() (line {state.updated_at.line}) with no "
+                "scaled backward between them: this optimizer's gradients were scaled with the "
+                "loss scale that update() replaced, so they are unscaled wrongly",
+                site,
+                "call scaler.update() once per iteration, after every optimizer's scaler.step()",
+                related=(state.updated_at,),
+            )
         if id(optimizer) in state.stepped:
             self._report(
                 GradScalerWithoutUpdate,
@@ -336,7 +350,7 @@ class AmpMonitor:
     def _update(self, original: Callable[..., None], scaler: Any, *a: Any, **k: Any) -> None:
         original(scaler, *a, **k)
         if scaler in self._scalers:
-            self._scalers[scaler] = _ScalerState()
+            self._scalers[scaler] = _ScalerState(updated_at=user_site("scaler.update"))
 
     # --- autocast, backward, clipping, optimizer steps -----------------------------------------
     def _autocast_init(self, original: Callable[..., None], region: Any, *a: Any, **k: Any) -> None:
