@@ -7,7 +7,12 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
-from torchport.analyze.checks.values import assigned_value, collates_elsewhere, is_scalar
+from torchport.analyze.checks.values import (
+    assigned_name,
+    assigned_value,
+    collates_elsewhere,
+    is_scalar,
+)
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import add_keyword, ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
@@ -533,11 +538,8 @@ def _leaf_moved_at_creation(a: Analysis) -> Iterator[Finding]:
 def _needs_a_leaf(a: Analysis, call: ast.Call) -> bool:
     """Whether the name ``call`` is assigned to is read for its ``.grad`` or handed to an
     optimizer in the same function (where a copy that is not a leaf breaks)."""
-    stmt = a.parents.get(call)
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-        return False
-    target = stmt.targets[0]
-    if not isinstance(target, ast.Name):
+    target = assigned_name(a, call)
+    if target is None:
         return False
     for node in walk_local(a.function_of(call) or a.tree):
         if isinstance(node, ast.Attribute) and node.attr == "grad" and _is_name(node.value, target):

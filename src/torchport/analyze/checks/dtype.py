@@ -8,7 +8,12 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, dtype_of, module_cast_dtype
+from torchport.analyze.checks.values import (
+    assigned_name,
+    assigned_value,
+    dtype_of,
+    module_cast_dtype,
+)
 from torchport.analyze.context import is_self_attr, walk_local
 from torchport.analyze.edits import (
     add_first_argument,
@@ -52,18 +57,15 @@ def numpy_float64_to_tensor(a: Analysis) -> Iterator[Finding]:
 
 def _cast_later(a: Analysis, call: ast.Call) -> bool:
     """The tensor is assigned to a name that is cast to float32 later in the same function."""
-    stmt = a.parents.get(call)
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+    target = assigned_name(a, call)
+    if target is None:
         return False
-    target = stmt.targets[0]
-    if not isinstance(target, ast.Name):
-        return False
-    owner = a.function_of(stmt) or a.tree
+    owner = a.function_of(call) or a.tree
     return any(
         isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Name)
         and n.value.id == target.id
-        and n.lineno > stmt.lineno
+        and n.lineno > target.lineno
         and _casts(a, n)
         for n in walk_local(owner)
     )

@@ -49,6 +49,16 @@ def assigned_value(a: Analysis, name: ast.Name, line: int) -> ast.expr | None:
     return above[-1] if above else None
 
 
+def assigned_name(a: Analysis, node: ast.AST) -> ast.Name | None:
+    """``x`` of the statement ``x = <node>``, when ``node`` is the whole value of a plain
+    assignment to one name."""
+    stmt = a.parents.get(node)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        return target if isinstance(target, ast.Name) else None
+    return None
+
+
 def collates_elsewhere(a: Analysis) -> bool:
     """Whether some DataLoader of the file has a ``collate_fn`` (which may move batches)."""
     loaders = a.call_named("torch.utils.data.DataLoader")

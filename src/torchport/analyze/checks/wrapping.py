@@ -15,7 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.checks.values import assigned_name, assigned_value
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.hot import rarely_runs
 from torchport.analyze.infer import keyword
@@ -87,11 +87,8 @@ def _without_device_ids(a: Analysis, wrap: ast.Call) -> bool:
 
 
 def _bound_to(a: Analysis, wrap: ast.Call) -> str | None:
-    stmt = a.parents.get(wrap)
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        name = stmt.targets[0]
-        return name.id if isinstance(name, ast.Name) else None
-    return None
+    name = assigned_name(a, wrap)
+    return None if name is None else name.id
 
 
 def _moves(a: Analysis, owner: ast.AST, names: tuple[str | None, ...]) -> list[ast.Call]:
