@@ -81,3 +81,19 @@ def detection_scores(model, loader, device):
 def evaluate_detector(model, dataset, local_rank):
     loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False))
     return detection_scores(model, loader, local_rank)
+
+
+@torch.no_grad()
+def top1(model, loader, device):
+    correct = torch.zeros((), device=device)
+    seen = torch.zeros((), device=device)
+    for x, y in loader:
+        correct += (model(x.to(device)).argmax(1) == y.to(device)).sum()
+        seen += y.numel()
+    return (correct / seen).item()
+
+
+def validate_when_distributed(model, val_set, distributed, device):
+    sampler = DistributedSampler(val_set, shuffle=False) if distributed else None
+    val_loader = DataLoader(val_set, batch_size=64, sampler=sampler)
+    return top1(model, val_loader, device)

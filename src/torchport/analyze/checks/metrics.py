@@ -112,7 +112,9 @@ def _split_loader(a: Analysis, name: ast.Name, line: int, depth: int = 2) -> boo
         sampler = keyword(made, "sampler")
         if isinstance(sampler, ast.Name):
             sampler = assigned_value(a, sampler, made.lineno)
-        if isinstance(sampler, ast.Call) and a.qualname(sampler.func) == _SAMPLER:
+        # `DistributedSampler(ds) if distributed else None`: split where it runs distributed
+        arms = [sampler.body, sampler.orelse] if isinstance(sampler, ast.IfExp) else [sampler]
+        if any(isinstance(s, ast.Call) and a.qualname(s.func) == _SAMPLER for s in arms):
             return True
         dataset = made.args[0] if made.args else keyword(made, "dataset")
         return dataset is not None and "rank" in a.text(dataset)
