@@ -457,3 +457,46 @@ class NonBlockingCopyFromPageable(Rule):
     code = "TP251"
     name = "non-blocking-copy-from-pageable"
     severity = Severity.INFO
+
+
+@register
+class PinnedSourceOverwrittenInFlight(Rule):
+    """## What it does
+    Reports, at run time, a write into a pinned host buffer (an indexed write, `copy_`,
+    `fill_`, `zero_`) while a `non_blocking=True` copy from it to the device may still be
+    running: no synchronization since the copy (under `--simulate`), or the copy seen still
+    in flight (on a GPU).
+
+    ## Why is this bad?
+    A copy from pinned memory with `non_blocking=True` returns at once and reads the host
+    buffer later, when the GPU gets to it. A staging buffer reused at the next step (a
+    decode loop's slot table, a prefetcher's batch) is then overwritten under the copy: the
+    device receives the next step's values, or a mix. The CPU runs copies at once, so nothing
+    shows there.
+
+    ## Example
+    ```python
+    for step in range(n):
+        staging[:n] = torch.tensor(positions)
+        device_buf[:n].copy_(staging[:n], non_blocking=True)
+        out = model(device_buf)  # the next step overwrites staging under the copy
+    ```
+
+    ## Use instead
+    ```python
+    copied = torch.cuda.Event()
+    for step in range(n):
+        copied.synchronize()  # the previous copy has read the buffer
+        staging[:n] = torch.tensor(positions)
+        device_buf[:n].copy_(staging[:n], non_blocking=True)
+        copied.record()
+        out = model(device_buf)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP252"
+    name = "pinned-source-overwritten-in-flight"
+    severity = Severity.ERROR

@@ -124,6 +124,9 @@ class Observer(TorchFunctionMode):
         # a len() of the weak dictionary on every op.
         self.pending: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self.has_pending = False
+        # Pinned host buffers a non_blocking host->device copy may still be reading, by their
+        # storage: the copy's site and, on a real GPU, an event recorded after it
+        self.inflight: dict[int, tuple[Site, Any]] = {}
         # Tensors of batches from DataLoaders that do not pin -> their loader's record (filled
         # by samplers.SamplerMonitor, read at host-to-device copies).
         self.unpinned: WeakIdKeyDictionary = WeakIdKeyDictionary()
@@ -221,6 +224,8 @@ class Observer(TorchFunctionMode):
             handler = functools.partial(simtensor.host_arguments_onto_device, handler)
         if self.sim is not None and func in simkernels.HALF_FUNCTIONS:
             handler = simkernels.half_checked(handler)
+        if func in transfers.HOST_WRITES:
+            handler = self.transfers.overwrite_checked(handler)
         if func in accumulate.ADDITIONS:
             handler = self.accumulation.checked(handler)
         elif func in halfrange.CASTS:
@@ -497,6 +502,7 @@ class Observer(TorchFunctionMode):
             self.internal("recording a sync", internal)
         self.pending = WeakIdKeyDictionary()
         self.has_pending = False
+        self.inflight.clear()
 
     def _check_pending(self, args: tuple[Any, ...]) -> None:
         for arg in args:

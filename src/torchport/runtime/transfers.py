@@ -19,7 +19,7 @@ import torchport.transfer
 from torchport.findings import Fix, Severity
 from torchport.rules.device import CpuTensorThenMoved
 from torchport.rules.dtype import Float64OnAccelerator
-from torchport.rules.transfer import NonBlockingCopyFromPageable
+from torchport.rules.transfer import NonBlockingCopyFromPageable, PinnedSourceOverwrittenInFlight
 from torchport.runtime import holders, samplers, simtensor
 from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site, user_site
@@ -41,6 +41,8 @@ _GENERATORS = {
 MIN_MADE_THEN_MOVED = 3
 # Below this many elements a float64 tensor on the device is reported as info, not a warning.
 SMALL_FLOAT64 = 8192
+# writes into a host tensor that a non_blocking copy may still be reading
+HOST_WRITES = frozenset({T.__setitem__, T.copy_, T.fill_, T.zero_})
 _SYNC_NAMES = {"Tensor.to": ".to('cpu')", "Tensor.cpu": ".cpu()", "Tensor.copy_": ".copy_()"}
 
 
@@ -168,6 +170,8 @@ class TransferHandlers:
             pinned = bool(source.is_pinned())
             self.o.record.add_transfer(site, "host->device", pinned, non_blocking, nbytes)
             self._host_to_device_checks(source, dst, site, pinned, non_blocking)
+            if pinned and non_blocking:
+                self._note_inflight(source, site)
             if not isinstance(source, torch.nn.Parameter):  # a weak reference stops Module.to
                 self.o.provenance.record_copy(source, site)  # swapping it (see StateSites)
         elif dst.type == "cpu":
@@ -182,6 +186,57 @@ class TransferHandlers:
         if call != "Tensor.copy_" or self.o.provenance.get(out) is None:
             # copy_ writes into a tensor made elsewhere: where it was made is where to fix it
             self.o.provenance.record(out, site)
+
+    def _note_inflight(self, source: torch.Tensor, site: Site) -> None:
+        """The pinned buffer a non_blocking copy reads later: on a real GPU with an event
+        recorded after the copy, to tell whether it is still running when the buffer is
+        written (the simulation copies at once: there, only a sync ends the copy)."""
+        event = None
+        if self.o.sim is None and torch.cuda.is_available():
+            event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            event.record()
+        self.o.inflight[source.untyped_storage().data_ptr()] = (site, event)
+
+    def overwrite_checked(self, handler: Any) -> Any:
+        """``handler`` for a write into a host tensor, checked against the copies in flight."""
+
+        def checked(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if self.o.inflight and args and type(args[0]) is torch.Tensor and args[0].is_cpu:
+                try:
+                    self._check_overwrite(args[0])
+                except StrictFindingError:
+                    raise
+                except Exception as internal:  # noqa: BLE001 - bookkeeping never fails it
+                    self.o.internal("checking a write into a pinned buffer", internal)
+            return handler(func, args, kwargs)
+
+        return checked
+
+    def _check_overwrite(self, tensor: torch.Tensor) -> None:
+        key = tensor.untyped_storage().data_ptr()
+        found = self.o.inflight.get(key)
+        if found is None:
+            return
+        copied, event = found
+        if event is not None and event.query():
+            del self.o.inflight[key]  # the GPU has read it: nothing was overwritten
+            return
+        del self.o.inflight[key]  # one finding per copy
+        site = user_site("write")
+        self.o.add(
+            PinnedSourceOverwrittenInFlight.finding(
+                f"this pinned buffer is written while the non_blocking copy from it at {copied} "
+                "may still be reading it (no synchronization since): the device can receive "
+                "the new values, or a mix",
+                None if site is None else site.location(),
+                Fix(
+                    "wait for the copy before reusing the buffer (record a torch.cuda.Event "
+                    "after the copy and synchronize it first), or keep one buffer per step"
+                ),
+                related=(copied.location(),),
+            ),
+            site,
+        )
 
     def _host_to_device_checks(
         self, source: torch.Tensor, dst: torch.device, site: Site, pinned: bool, non_blocking: bool
