@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,21 @@ def test_an_optimizer_refusing_a_tensor_moved_after_requires_grad_is_tp117() -> 
         torch.optim.Adam([image], lr=0.01)  # the optimizer refuses it
     [found] = [f for f in w.findings if f.code == "TP117"]
     assert found.location is not None and found.location.line == _line("# the optimizer refuses it")
+
+
+def test_a_device_error_on_a_real_accelerator_is_reported_as_tp152_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # on a GPU machine without --simulate: the same error, the same finding (an H200 run of
+    # set l missed a collective refused by NCCL that the simulation reported)
+    watching = sys.modules["torchport.runtime.watch"]  # the module, not the class it exports
+    monkeypatch.setattr(watching, "_real_accelerator", lambda: "cuda")
+
+    def autocast_on(device: torch.device) -> object:
+        return torch.autocast(device, dtype=torch.float16)  # type: ignore[arg-type]  # on a GPU
+
+    with pytest.raises(ValueError, match="device_type"), watch() as w:
+        autocast_on(torch.device("cuda"))
+    assert [(f.code, f.location and f.location.line) for f in w.findings] == [
+        ("TP152", _line("# on a GPU"))
+    ]

@@ -119,9 +119,9 @@ class DeviceCacheKeyedWithoutDevice(Rule):
 @register
 class FailsOnTheDevice(Rule):
     """## What it does
-    Under `run --simulate`, reports the line where torch raised an error about devices, dtypes
-    or mixed precision that no more specific rule explains: the line where the program stops on
-    a GPU.
+    Under `run` on a GPU or `run --simulate`, reports the line where torch raised an error
+    about devices, dtypes or mixed precision that no more specific rule explains: the line
+    where the program stops on a GPU.
 
     ## Why is this bad?
     A program that runs on the CPU and raises here on the device has a porting mistake on this

@@ -99,8 +99,9 @@ _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def failure_on_the_device(
     exc: BaseException, site: Site | None, found: list[Finding]
 ) -> Finding | None:
-    """Under --simulate, the program's final error as a finding (TP152) when torch raised it
-    about devices, dtypes or mixed precision and no finding already stands at its line."""
+    """On a device, simulated or real, the program's final error as a finding (TP152) when
+    torch raised it about devices, dtypes or mixed precision and no finding already stands
+    at its line."""
     if site is None or not isinstance(exc, Exception) or isinstance(exc, StrictFindingError):
         return None
     if not _raised_by_torch(exc):

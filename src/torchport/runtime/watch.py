@@ -144,7 +144,8 @@ class watch:
                 known = known_failures.finding_for(exc, self.failure.site)
                 if known is not None and not any(f.code == known.code for f in found):
                     found.append(known)
-                elif known is None and self.simulate is not None:
+                elif known is None and self.record.accelerator is not None:
+                    # simulated or real: torch stopped the program on the device
                     stop = known_failures.failure_on_the_device(exc, self.failure.site, found)
                     found.extend([stop] if stop is not None else [])
         except Exception as internal:  # noqa: BLE001 - the program's own outcome must win
