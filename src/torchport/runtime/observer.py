@@ -124,9 +124,11 @@ class Observer(TorchFunctionMode):
         # a len() of the weak dictionary on every op.
         self.pending: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self.has_pending = False
-        # Pinned host buffers a non_blocking host->device copy may still be reading, by their
-        # storage: the copy's site and, on a real GPU, an event recorded after it
-        self.inflight: dict[int, tuple[Site, Any]] = {}
+        # Pinned host buffers (the tensor a view was taken from) a non_blocking host->device
+        # copy may still be reading: the copy's site and, on a real GPU, an event recorded
+        # after it. Weak: a buffer freed and its memory reused is another buffer (CUDA's host
+        # allocator waits for the copy before it reuses pinned memory).
+        self.inflight: WeakIdKeyDictionary = WeakIdKeyDictionary()
         # Tensors of batches from DataLoaders that do not pin -> their loader's record (filled
         # by samplers.SamplerMonitor, read at host-to-device copies).
         self.unpinned: WeakIdKeyDictionary = WeakIdKeyDictionary()

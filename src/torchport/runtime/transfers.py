@@ -195,7 +195,7 @@ class TransferHandlers:
         if self.o.sim is None and torch.cuda.is_available():
             event = torch.cuda.Event()  # type: ignore[no-untyped-call]
             event.record()
-        self.o.inflight[source.untyped_storage().data_ptr()] = (site, event)
+        self.o.inflight[_buffer(source)] = (site, event)
 
     def overwrite_checked(self, handler: Any) -> Any:
         """``handler`` for a write into a host tensor, checked against the copies in flight."""
@@ -213,15 +213,14 @@ class TransferHandlers:
         return checked
 
     def _check_overwrite(self, tensor: torch.Tensor) -> None:
-        key = tensor.untyped_storage().data_ptr()
-        found = self.o.inflight.get(key)
+        key = _buffer(tensor)
+        found = self.o.inflight.get(key)  # type: ignore[no-untyped-call]
         if found is None:
             return
         copied, event = found
+        del self.o.inflight[key]  # one finding per copy; a copy the GPU has read is done
         if event is not None and event.query():
-            del self.o.inflight[key]  # the GPU has read it: nothing was overwritten
             return
-        del self.o.inflight[key]  # one finding per copy
         site = user_site("write")
         self.o.add(
             PinnedSourceOverwrittenInFlight.finding(
@@ -367,3 +366,9 @@ def _issued_by_torchport_transfer() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _buffer(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor a view was taken from (a slice of a staging buffer is that buffer)."""
+    base = tensor._base
+    return tensor if base is None else base
