@@ -154,8 +154,8 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
     after = before.to(out.dtype) if observer.sim is None else simtensor.plain(out)
     if float(before.abs().max()) <= limit:
         return
-    whole = _whole(before)
-    if whole is None:
+    whole = _whole(before).expand_as(before)
+    if not bool(whole.any()):
         return  # not whole numbers: rounding them is what half precision is for
     changed = (after.double() != before.double()) & whole
     if not bool(changed.any()):
@@ -174,19 +174,17 @@ def _check_cast(observer: Observer, func: Any, source: Any, out: torch.Tensor) -
     )
 
 
-def _whole(values: torch.Tensor) -> torch.Tensor | None:
-    """Where ``values`` holds whole numbers that matter: everywhere, or for a table of a few
-    columns (ids beside ratings, read from one CSV) the columns of whole numbers only; None
-    when there are none."""
+def _whole(values: torch.Tensor) -> torch.Tensor:
+    """Where ``values`` holds whole numbers, as a mask that broadcasts over it (computed
+    without reading a value, so the device path needs no sync): all of it or none, or for a
+    table of a few columns (ids beside ratings, read from one CSV) the columns of whole
+    numbers."""
     if not values.is_floating_point():
-        return torch.ones_like(values, dtype=torch.bool)
+        return torch.ones((), dtype=torch.bool, device=values.device)
     exact = values == values.round()
-    if bool(exact.all()):
-        return exact
     if values.dim() == 2 and values.shape[1] <= _TABLE_COLUMNS:
-        columns = exact.all(dim=0, keepdim=True).expand_as(exact)
-        return columns if bool(columns.any()) else None
-    return None
+        return exact.all(dim=0, keepdim=True)
+    return exact.all()
 
 
 def _defer_cast(
@@ -197,11 +195,7 @@ def _defer_cast(
     if site is None:
         return
     top = source.abs().max()
-    changed = out.double() != source.double()
-    if source.is_floating_point():  # whole numbers only, as _whole reads them (no sync here)
-        exact = source == source.round()
-        table = source.dim() == 2 and source.shape[1] <= _TABLE_COLUMNS
-        changed = changed & (exact.all(dim=0, keepdim=True) if table else exact.all())
+    changed = (out.double() != source.double()) & _whole(source)
     flag = (top > limit) & changed.any()
     dtype = str(out.dtype).removeprefix("torch.")
     message = (

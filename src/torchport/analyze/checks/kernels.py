@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.dtype import autocast_blocks
-from torchport.analyze.checks.values import assigned_value, is_parameter
+from torchport.analyze.checks.values import assigned_value, module_value
 from torchport.analyze.edits import replace_node
 from torchport.analyze.hot import reached_from
 from torchport.analyze.infer import OF_VALUE, keyword
@@ -229,14 +229,7 @@ def _indexed_device_string(a: Analysis, given: ast.expr) -> Iterator[Finding]:
     ``f"cuda:{rank}"``, or a name last set to one (also as an arm of a choice)."""
     held: ast.expr | None = given
     if isinstance(given, ast.Name):
-        held = assigned_value(a, given, given.lineno)
-        set_once = a.assignments(a.tree).get(given.id, [])
-        func = a.function_of(given)
-        local = (
-            func is not None and not isinstance(func, ast.Lambda) and is_parameter(func, given.id)
-        )
-        if held is None and not local and len(set_once) == 1:  # a module constant read here
-            held = set_once[0][1]
+        held = assigned_value(a, given, given.lineno) or module_value(a, given)
     if held is None or not _indexed_cuda(held):
         return
     fix = f"torch.device({a.text(given)}).type"

@@ -7,8 +7,7 @@ import re
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, is_parameter, rebinds
-from torchport.analyze.context import Func
+from torchport.analyze.checks.values import assigned_value, is_parameter, module_value, rebinds
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
 from torchport.rules import distributed as R
@@ -157,11 +156,5 @@ def _values_of(
     owner = a.function_of(expr)
     if owner is not None and is_parameter(owner, expr.id) and not rebinds(owner, expr.id):
         return a.given(owner, expr.id)  # what the file's calls give it
-    if owner is not None and _binds(owner, expr.id):
-        return []  # a loop variable, a parameter reassigned...: not followed
-    found = a.assignments(a.tree).get(expr.id, [])
-    return [found[0][1]] if len(found) == 1 else []
-
-
-def _binds(func: Func, name: str) -> bool:
-    return is_parameter(func, name) or rebinds(func, name)
+    found = module_value(a, expr)  # none for a loop variable, a parameter reassigned...
+    return [] if found is None else [found]

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.values import assigned_name
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.edits import insert_at, replace_node
 from torchport.analyze.hot import rarely_runs
@@ -221,11 +222,8 @@ def grad_scaler_per_step(a: Analysis) -> Iterator[Finding]:
     if not a.makes_scaler:
         return
     for call in a.call_named(*K.GRAD_SCALERS):
-        stmt = a.parents.get(call)
-        if not a.is_hot(call) or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
-            continue
-        target = stmt.targets[0]
-        if not isinstance(target, ast.Name):
+        target = assigned_name(a, call)
+        if not a.is_hot(call) or target is None:
             continue  # `self.scaler = ...` may be made once, lazily
         owner = a.function_of(call) or a.tree
         made_in = a.enclosing(call, ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)

@@ -49,6 +49,16 @@ def assigned_value(a: Analysis, name: ast.Name, line: int) -> ast.expr | None:
     return above[-1] if above else None
 
 
+def module_value(a: Analysis, name: ast.Name) -> ast.expr | None:
+    """The module's one assignment of ``name`` (a constant set once), read where the function
+    holding ``name`` neither takes it as a parameter nor binds it itself."""
+    owner = a.function_of(name)
+    if owner is not None and (is_parameter(owner, name.id) or rebinds(owner, name.id)):
+        return None
+    found = a.assignments(a.tree).get(name.id, [])
+    return found[0][1] if len(found) == 1 else None
+
+
 def assigned_name(a: Analysis, node: ast.AST) -> ast.Name | None:
     """``x`` of the statement ``x = <node>``, when ``node`` is the whole value of a plain
     assignment to one name."""
