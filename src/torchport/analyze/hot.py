@@ -25,15 +25,19 @@ from torchport.analyze.walk import children, descendants
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# whether a same-file function makes a training step, by (function, depth): the loops of a
+# file call the same few helpers again and again
+_Steps = dict[tuple[Func, int], bool]
 
 
 def hot_nodes(ctx: FileContext) -> set[ast.AST]:
     """Every node that runs once per step of some hot loop."""
     hot: set[ast.AST] = set()
     todo: list[Func] = []
+    steps: _Steps = {}
     for node in ctx.of_type(*_LOOPS):
         assert isinstance(node, _LOOPS)
-        if node not in hot and _is_hot(ctx, node):
+        if node not in hot and _is_hot(ctx, node, steps):
             _mark(ctx, node.body, hot, todo)
             todo.extend(_batch_generators(ctx, node))
     for comp in ctx.of_type(*_COMPREHENSIONS):
@@ -127,12 +131,12 @@ def _mark(
                 todo.extend(_callees(ctx, inner))
 
 
-def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+def _is_hot(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While, steps: _Steps) -> bool:
     if isinstance(loop, ast.For | ast.AsyncFor) and iterates_loader(ctx, loop.iter):
         return True
     body = _own_body(loop)
     return any(_is_step(ctx, node) for node in body) or any(
-        _calls_a_step(ctx, node) for node in body
+        _calls_a_step(ctx, node, steps) for node in body
     )
 
 
@@ -165,7 +169,7 @@ def iterates_loader(ctx: FileContext, iterable: ast.expr) -> bool:
     return info is not None and info.kind == K.LOADER
 
 
-def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
+def _calls_a_step(ctx: FileContext, node: ast.AST, steps: _Steps, depth: int = 2) -> bool:
     """A call of a same-file function that makes one training step (``self._update(batch)``
     whose body calls ``loss.backward()`` outside any loop of its own): the loop calling it is
     the training loop. A function that loops over batches itself (``train_epoch``) has its own
@@ -187,11 +191,17 @@ def _calls_a_step(ctx: FileContext, node: ast.AST, depth: int = 2) -> bool:
         callee = methods[0]
     if callee is None or rarely_runs(ctx, node):
         return False
+    if (callee, depth) not in steps:
+        steps[callee, depth] = _makes_a_step(ctx, callee, steps, depth)
+    return steps[callee, depth]
+
+
+def _makes_a_step(ctx: FileContext, callee: Func, steps: _Steps, depth: int) -> bool:
     body = _own_body(callee)
     if any(_loops_over_batches(ctx, n) for n in body):
         return False
     # a training step: an evaluation that calls the model once is not one (it runs per epoch)
-    return any(_updates(ctx, n) or _calls_a_step(ctx, n, depth - 1) for n in body)
+    return any(_updates(ctx, n) or _calls_a_step(ctx, n, steps, depth - 1) for n in body)
 
 
 def _updates(ctx: FileContext, node: ast.AST) -> bool:
