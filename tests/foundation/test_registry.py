@@ -6,7 +6,7 @@ import pytest
 
 from torchport.findings import Severity
 from torchport.rules import Rule, all_rules, doc_sections, get, matches, register
-from torchport.rules.registry import FAMILIES, REQUIRED_HEADINGS
+from torchport.rules.registry import FAMILIES, REQUIRED_HEADINGS, doc_problems
 
 
 def test_codes_and_names_are_unique_and_documented() -> None:
@@ -14,6 +14,7 @@ def test_codes_and_names_are_unique_and_documented() -> None:
     assert len({r.code for r in rules}) == len(rules)
     assert len({r.name for r in rules}) == len(rules)
     for rule in rules:
+        assert doc_problems(rule) == []
         sections = doc_sections(rule.doc())
         for heading in REQUIRED_HEADINGS:
             assert sections.get(heading), f"{rule.code} lacks {heading}"
@@ -36,17 +37,27 @@ def _free_code(family: str = "TP1") -> str:
     return next(c for c in (f"{family}{n:02d}" for n in range(99, 0, -1)) if c not in taken)
 
 
-def test_register_rejects_undocumented_rule() -> None:
+def test_doc_problems_names_missing_sections_and_unknown_headings() -> None:
     class Undocumented(Rule):
-        code = _free_code()
+        code = "TP199"
         name = "undocumented"
         severity = Severity.INFO
 
-    with pytest.raises(ValueError, match="What it does"):
-        register(Undocumented)
+    class OddHeading(Rule):
+        """## What it does\nx\n## Why is this bad?\n\n## Trivia\nz"""
+
+        code = "TP299"
+        name = "odd-heading"
+        severity = Severity.INFO
+
+    assert doc_problems(Undocumented) == ["TP199 docstring lacks: What it does, Why is this bad?"]
+    assert doc_problems(OddHeading) == [
+        "TP299 docstring lacks: Why is this bad?",
+        "TP299 docstring has unknown headings: Trivia",
+    ]
 
 
-def test_register_rejects_bad_code_and_unknown_heading() -> None:
+def test_register_rejects_bad_code_and_name() -> None:
     class BadCode(Rule):
         """## What it does\nx\n## Why is this bad?\ny"""
 
@@ -57,15 +68,15 @@ def test_register_rejects_bad_code_and_unknown_heading() -> None:
     with pytest.raises(ValueError, match="must look like"):
         register(BadCode)
 
-    class OddHeading(Rule):
-        """## What it does\nx\n## Why is this bad?\ny\n## Trivia\nz"""
+    class BadName(Rule):
+        """## What it does\nx\n## Why is this bad?\ny"""
 
         code = _free_code("TP2")
-        name = "odd-heading"
+        name = "Bad_Name"
         severity = Severity.INFO
 
-    with pytest.raises(ValueError, match="unknown headings"):
-        register(OddHeading)
+    with pytest.raises(ValueError, match="kebab-case"):
+        register(BadName)
 
 
 def test_register_rejects_a_name_taken_by_another_code_but_not_a_repeat() -> None:
