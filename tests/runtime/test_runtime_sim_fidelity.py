@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from torchport.runtime import watch
+from torchport.runtime import siminside, simtensor, watch
 from torchport.runtime.simtensor import SimTensor
 
 
@@ -234,9 +235,6 @@ def test_integer_bookkeeping_kept_on_the_host_is_not_counted_as_cpu_compute() ->
     assert "cpu" not in w.report().facts["ops_in_forward_by_device"]
 
 
-@pytest.mark.skipif(
-    torch.version.cuda is not None, reason="a CUDA build makes such tensors on its real GPU"
-)
 def test_a_torch_function_that_makes_its_own_tensors_on_the_input_device_runs() -> None:
     # F.embedding_bag makes its offsets with device=input.device inside torch's own Python code
     torch.manual_seed(0)
@@ -250,6 +248,34 @@ def test_a_torch_function_that_makes_its_own_tensors_on_the_input_device_runs() 
     assert on_device == torch.device("cuda", 0)
     assert torch.allclose(values, expected.detach())
     assert not w.record.internal_errors
+
+
+def _raised_in(filename: str, message: str) -> RuntimeError:
+    """The error ``message`` as raised by a function ``__torch_dispatch__`` of ``filename``."""
+    code = compile("def __torch_dispatch__(m):\n    raise RuntimeError(m)\n", filename, "exec")
+    space: dict[str, Any] = {}
+    exec(code, space)
+    try:
+        space["__torch_dispatch__"](message)
+    except RuntimeError as exc:
+        return exc
+    raise AssertionError("not raised")
+
+
+def test_a_real_cuda_tensor_made_inside_a_torch_function_is_run_again_observed() -> None:
+    # --simulate on a GPU machine: pca_lowrank's unobserved randn(device=A.device) is a real
+    # CUDA tensor, which the simulated tensor's dispatch then meets beside its host data
+    mismatch = (
+        "Expected all tensors to be on the same device, but got mat2 is on cuda:0, "
+        "different from other tensors on cpu (when checking argument in method wrapper_CUDA_mm)"
+    )
+    inside = _raised_in(simtensor.__file__, mismatch)
+    assert siminside.reached_real_cuda(torch.pca_lowrank, inside)
+    assert not siminside.reached_real_cuda(torch.matmul, inside)  # C++: nothing to run again
+    # the user's own CPU tensor beside a device one fails outside the dispatch: a real mistake
+    assert not siminside.reached_real_cuda(torch.pca_lowrank, _raised_in(__file__, mismatch))
+    other = _raised_in(simtensor.__file__, "mat1 and mat2 shapes cannot be multiplied")
+    assert not siminside.reached_real_cuda(torch.pca_lowrank, other)
 
 
 def test_backward_of_an_indexed_write_of_a_parameter_runs_as_on_a_gpu() -> None:

@@ -12,6 +12,7 @@ routed to the simulated device like the program's own.
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 import types
 from collections.abc import Iterator
@@ -19,20 +20,39 @@ from typing import Any
 
 import torch
 
+# the simulated tensor's module, whose dispatch runs ops on host data only
+_SIMTENSOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simtensor.py")
 _HAS_TORCH_FUNCTION = (
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"
 )  # fmt: skip
 
 
 def reached_real_cuda(func: Any, exc: Exception) -> bool:
-    """A Python-level torch function failed in ``torch.cuda._lazy_init`` (no CUDA in this
-    build): an unobserved factory inside it named the simulated device."""
+    """An unobserved factory inside a Python-level torch function named the simulated device.
+
+    Without CUDA in the build it fails in ``torch.cuda._lazy_init``. With CUDA (``--simulate``
+    on a GPU machine) it makes a real device tensor, which fails as soon as a simulated
+    tensor's host data meets it: an op inside the simulated tensor's dispatch, where every
+    tensor the simulation hands on is on the host, finds one on "cuda" (``pca_lowrank`` draws
+    its random basis with ``device=A.device``).
+    """
     if not isinstance(func, types.FunctionType):
         return False
     if not isinstance(exc, AssertionError | RuntimeError):
         return False
     frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and frames[-1].name == "_lazy_init" and "cuda" in frames[-1].filename
+    if frames and frames[-1].name == "_lazy_init" and "cuda" in frames[-1].filename:
+        return True
+    message = str(exc)
+    return (
+        "Expected all tensors to be on the same device" in message
+        and "cuda" in message
+        and any(_in_dispatch(f) for f in frames)
+    )
+
+
+def _in_dispatch(frame: traceback.FrameSummary) -> bool:
+    return frame.name == "__torch_dispatch__" and os.path.abspath(frame.filename) == _SIMTENSOR
 
 
 @contextlib.contextmanager
