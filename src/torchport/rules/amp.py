@@ -163,7 +163,9 @@ class CustomFunctionWithoutAutocastDecorators(Rule):
     `backward` lacks `@torch.amp.custom_bwd`, when its backward multiplies matrices (`@`,
     `matmul`, `mm`, `linear`, `conv*`, `einsum`...), in a file that uses autocast or a
     `GradScaler`. `custom_fwd(cast_inputs=...)` alone is enough: forward then runs outside
-    autocast, as backward does.
+    autocast, as backward does. A backward that casts a factor of each of its products to the
+    other's dtype itself (`h @ w.to(h.dtype).t()`) is not flagged; one that does so for some
+    products is flagged at the product it left out.
 
     ## Why is this bad?
     Under autocast, the matmuls of `forward` run in float16 while the tensors it saves stay

@@ -75,3 +75,18 @@ def train_step(model, x, optimizer, scaler):
     scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
+
+
+class ChunkedLogits(torch.autograd.Function):
+    # every product of backward casts a factor to the other's dtype
+    @staticmethod
+    def forward(ctx, hidden, weight):
+        ctx.save_for_backward(hidden, weight)
+        return (hidden @ weight.to(hidden.dtype).t()).float()
+
+    @staticmethod
+    def backward(ctx, grad):
+        hidden, weight = ctx.saved_tensors
+        logits = hidden @ weight.to(hidden.dtype).t()
+        g = (grad * logits.softmax(-1)).to(hidden.dtype)
+        return g @ weight.type_as(g), (g.t() @ hidden).to(weight.dtype)

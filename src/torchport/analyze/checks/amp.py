@@ -344,6 +344,24 @@ def _undecorated(a: Analysis, cls: ast.ClassDef) -> Finding | None:
             f"{which}: backward runs outside autocast, so float16 gradients meet the float32 "
             "tensors forward saved"
         )
+    products = sorted(
+        (n for n in walk_local(backward) if _is_product(n)), key=lambda n: a.start(n)
+    )
+    aligned = [n for n in products if _dtypes_aligned(a, backward, n)]
+    if aligned and len(aligned) == len(products):
+        return None  # backward casts one factor of every product to the other's dtype itself
+    if aligned:
+        product = next(n for n in products if n not in aligned)
+        return R.CustomFunctionWithoutAutocastDecorators.finding(
+            f"`{a.name(product)}` in `{cls.name}.backward` multiplies tensors whose dtypes "
+            f"nothing aligns, while backward casts a factor of its other products "
+            f"(`{a.name(aligned[0])}`): under autocast the gradient is float16 and forward "
+            "saved float32 tensors, and backward runs outside autocast; cast this one too, or "
+            'decorate forward with `@torch.amp.custom_fwd(device_type="cuda")` and backward '
+            'with `@torch.amp.custom_bwd(device_type="cuda")`',
+            a.loc(product),
+            Fix("cast a factor to the other's dtype, as the other products of backward do"),
+        )
     at = forward if fwd is None else backward
     return R.CustomFunctionWithoutAutocastDecorators.finding(
         f"autograd.Function `{cls.name}` multiplies matrices in backward under autocast and {why}; "
@@ -352,6 +370,93 @@ def _undecorated(a: Analysis, cls: ast.ClassDef) -> Finding | None:
         _header(a, at),
         Fix("decorate forward with `torch.amp.custom_fwd` and backward with `custom_bwd`"),
     )
+
+
+def _is_product(node: ast.AST) -> bool:
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.MatMult)
+    return isinstance(node, ast.Call) and last_name(node.func) in _MATMULS
+
+
+# what leaves a tensor's dtype as it is: views, transposes, indexing
+_SAME_DTYPE = frozenset(
+    {"t", "T", "mT", "transpose", "permute", "view", "reshape", "contiguous", "unsqueeze",
+     "squeeze", "flatten", "expand", "narrow"}
+)  # fmt: skip
+# products whose two factors are the receiver and the first argument, or the first two
+_PAIRS = frozenset({"matmul", "mm", "bmm", "mv", "linear"})
+
+
+def _factors(a: Analysis, product: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    if isinstance(product, ast.BinOp):
+        return product.left, product.right
+    assert isinstance(product, ast.Call)
+    func = product.func
+    if last_name(func) not in _PAIRS:
+        return None  # einsum, conv, addmm...: not followed
+    if isinstance(func, ast.Attribute) and a.qualname(func) is None and len(product.args) == 1:
+        return func.value, product.args[0]  # x.matmul(w)
+    return (product.args[0], product.args[1]) if len(product.args) >= 2 else None
+
+
+def _dtypes_aligned(a: Analysis, fn: ast.AST, product: ast.AST) -> bool:
+    """``h @ w.to(h.dtype).t()``, or ``g.t() @ h`` after ``g = (...).to(h.dtype)``: one factor
+    is cast to the dtype of the other (or both to one tensor's)."""
+    factors = _factors(a, product)
+    if factors is None:
+        return False
+    left, right = factors
+    to_left, to_right = _cast_to(fn, left), _cast_to(fn, right)
+    if to_left is not None and to_left in (_held(right), to_right):
+        return True
+    return to_right is not None and to_right == _held(left)
+
+
+def _unviewed(expr: ast.expr) -> ast.expr:
+    while True:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Attribute) and expr.attr in _SAME_DTYPE:
+            expr = expr.value  # `.T`
+        elif (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in _SAME_DTYPE
+        ):
+            expr = expr.func.value
+        else:
+            return expr
+
+
+def _held(expr: ast.expr) -> str | None:
+    """The name of the tensor ``expr`` views."""
+    base = _unviewed(expr)
+    return base.id if isinstance(base, ast.Name) else None
+
+
+def _cast_to(fn: ast.AST, expr: ast.expr, follow: bool = True) -> str | None:
+    """The tensor whose dtype ``expr`` is cast to: ``x.to(h.dtype)``, ``x.type_as(h)``, or a
+    name every assignment of ``fn`` binds to such a cast."""
+    base = _unviewed(expr)
+    if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
+        target = base.args[0] if base.args else keyword(base, "dtype")
+        if base.func.attr == "type_as" and target is not None:
+            return _held(target)
+        if base.func.attr == "to" and isinstance(target, ast.Attribute) and target.attr == "dtype":
+            return _held(target.value)
+        return None
+    if not (follow and isinstance(base, ast.Name)):
+        return None
+    values = [
+        node.value
+        for node in walk_local(fn)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == base.id
+    ]
+    found = {_cast_to(fn, value, follow=False) for value in values}
+    return found.pop() if len(found) == 1 and None not in found else None
 
 
 def _casts_inputs(deco: ast.expr) -> bool:
