@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from torchport.runtime import siminside, simtensor, watch
+from torchport.runtime import simdevices, siminside, simtensor, watch
 from torchport.runtime.simtensor import SimTensor
 
 
@@ -250,11 +250,12 @@ def test_a_torch_function_that_makes_its_own_tensors_on_the_input_device_runs() 
     assert not w.record.internal_errors
 
 
-def _raised_in(filename: str, message: str) -> RuntimeError:
-    """The error ``message`` as raised by a function ``__torch_dispatch__`` of ``filename``."""
-    code = compile("def __torch_dispatch__(m):\n    raise RuntimeError(m)\n", filename, "exec")
+def _raised_in(dispatch_file: str, op_file: str, message: str) -> RuntimeError:
+    """``message`` raised by an op of ``op_file`` called by a ``__torch_dispatch__`` of
+    ``dispatch_file`` (the frames an op on a simulated tensor's host data leaves)."""
     space: dict[str, Any] = {}
-    exec(code, space)
+    exec(compile("def op(m):\n    raise RuntimeError(m)\n", op_file, "exec"), space)
+    exec(compile("def __torch_dispatch__(m):\n    op(m)\n", dispatch_file, "exec"), space)
     try:
         space["__torch_dispatch__"](message)
     except RuntimeError as exc:
@@ -269,13 +270,61 @@ def test_a_real_cuda_tensor_made_inside_a_torch_function_is_run_again_observed()
         "Expected all tensors to be on the same device, but got mat2 is on cuda:0, "
         "different from other tensors on cpu (when checking argument in method wrapper_CUDA_mm)"
     )
-    inside = _raised_in(simtensor.__file__, mismatch)
+    ops = torch._ops.__file__
+    inside = _raised_in(simtensor.__file__, ops, mismatch)
     assert siminside.reached_real_cuda(torch.pca_lowrank, inside)
     assert not siminside.reached_real_cuda(torch.matmul, inside)  # C++: nothing to run again
     # the user's own CPU tensor beside a device one fails outside the dispatch: a real mistake
-    assert not siminside.reached_real_cuda(torch.pca_lowrank, _raised_in(__file__, mismatch))
-    other = _raised_in(simtensor.__file__, "mat1 and mat2 shapes cannot be multiplied")
+    assert not siminside.reached_real_cuda(torch.pca_lowrank, _raised_in(__file__, ops, mismatch))
+    # the simulation's own device check (a host tensor the program made meets a device one)
+    own = _raised_in(simtensor.__file__, simdevices.__file__, mismatch)
+    assert not siminside.reached_real_cuda(torch.autograd.backward, own)
+    other = _raised_in(simtensor.__file__, ops, "mat1 and mat2 shapes cannot be multiplied")
     assert not siminside.reached_real_cuda(torch.pca_lowrank, other)
+
+
+class _OneHotGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(logits, targets)
+        return logits.logsumexp(-1).sum()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        logits, targets = ctx.saved_tensors
+        # a composite op: C++ makes its zeros from the target's options, on the device on a GPU
+        onehot = nn.functional.one_hot(targets, logits.shape[-1]).float()
+        return (logits.softmax(-1) - onehot + onehot) * grad, None
+
+
+def test_a_composite_op_in_an_autograd_functions_backward_runs_as_on_a_gpu() -> None:
+    torch.manual_seed(0)
+    logits = torch.randn(4, 5)
+    targets = torch.tensor([0, 3, 1, 4])
+    expected = torch.softmax(logits, -1)
+    with watch("cuda") as w:
+        x = logits.to("cuda").requires_grad_()
+        _OneHotGrad.apply(x, targets.to("cuda")).backward()
+        grad = x.grad
+        assert grad is not None and grad.device.type == "cuda"
+        values = grad.cpu()
+    assert torch.allclose(values, expected, atol=1e-6)
+    assert [f for f in w.findings if f.code in ("TP150", "TP152")] == []
+
+
+def test_a_host_tensor_the_program_makes_in_backward_is_still_a_mismatch() -> None:
+    class HostBias(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            return grad * torch.ones(3) + torch.zeros(3)  # made on the host, as on a GPU
+
+    with pytest.raises(RuntimeError, match="same device"), watch("cuda"):
+        x = torch.randn(3, device="cuda", requires_grad=True)
+        HostBias.apply(x * 2).backward()
 
 
 def test_backward_of_an_indexed_write_of_a_parameter_runs_as_on_a_gpu() -> None:
@@ -335,3 +384,22 @@ def test_custom_bwd_runs_under_the_forwards_simulated_autocast() -> None:
         assert out.dtype == torch.float16 and not torch.is_autocast_enabled("cuda")
         out.float().sum().backward()
     assert w.failure is None and weight.grad is not None
+
+
+def test_a_lazy_module_moved_before_its_first_call_makes_its_weights_on_the_device() -> None:
+    torch.manual_seed(0)
+    with watch("cuda") as w:
+        net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyBatchNorm1d()).to("cuda")
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        x = torch.randn(4, 5, device="cuda")
+        net(x).sum().backward()
+        before = net[0].weight.detach().clone()
+        optimizer.step()  # the optimizer made before the first call updates the made weight
+        moved = net[0].weight.detach() - before
+        devices = {net[0].weight.device, net[2].running_mean.device, net[2].weight.device}
+        changed = bool(moved.abs().sum() > 0)
+    assert devices == {torch.device("cuda", 0)}
+    assert isinstance(net[0].weight, nn.Parameter) and net[0].weight.shape == (8, 5)
+    assert changed
+    assert not w.record.internal_errors
+    assert [f for f in w.findings if f.code in ("TP150", "TP152")] == []

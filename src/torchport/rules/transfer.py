@@ -500,3 +500,40 @@ class PinnedSourceOverwrittenInFlight(Rule):
     code = "TP252"
     name = "pinned-source-overwritten-in-flight"
     severity = Severity.ERROR
+
+
+@register
+class HostConversionBeforeCopy(Rule):
+    """## What it does
+    Reports, at run time, a blocking copy to the device that also converts an integer or
+    boolean host tensor to a wider floating dtype in the same `.to()` call
+    (`frames.to(device, dtype=torch.float32)` of uint8 images), at a line that does it at
+    every step.
+
+    ## Why is this bad?
+    For a blocking copy between devices PyTorch converts on the source device first, to spare
+    device memory: the CPU converts the batch, and the float32 result (4 times the bytes of
+    uint8) crosses the bus. Copying the narrow tensor and converting it on the device moves a
+    quarter of the bytes, and the GPU converts it in microseconds.
+
+    ## Example
+    ```python
+    state = frames[idx].to(device, dtype=torch.float32).div_(255)
+    ```
+
+    ## Use instead
+    ```python
+    state = frames[idx].to(device).float().div_(255)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - `copy_kernel_cuda` in ATen's Copy.cu: "For blocking transfers conversions are
+      performed on CPU to avoid allocating extra GPU memory".
+    """
+
+    code = "TP253"
+    name = "host-conversion-before-copy"
+    severity = Severity.WARNING

@@ -40,6 +40,7 @@ from torchport.runtime.causes import library_cause
 from torchport.runtime.explain import Explainer, add_line
 from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.modules import ModuleTracker
+from torchport.runtime.patching import Patches
 from torchport.runtime.record import Record
 from torchport.runtime.simulate import Simulation
 from torchport.runtime.sites import Provenance, Site, call_name, user_site
@@ -147,14 +148,21 @@ class Observer(TorchFunctionMode):
         self.steady = SteadyState(self)
         self.accumulation = accumulate.Accumulation(self)
         self.deferred = halfrange.Deferred()  # TP355 on real CUDA tensors, read at the end
+        # under --simulate: the program's autograd Functions' backward runs observed
+        self._backward: Patches | None = None
 
     def __enter__(self) -> Any:  # Any: watch.py takes it as an install step returning None
         super().__enter__()  # type: ignore[no-untyped-call]
         if not self.steady.installed:
             self.steady.install()
+        if self.sim is not None and self._backward is None:
+            self._backward = siminside.observe_backward(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._backward is not None:
+            self._backward.restore()
+            self._backward = None
         paused = self.steady.paused
         self.steady.close()
         if not paused:  # paused, the mode is off the stack already

@@ -12,6 +12,7 @@ routed to the simulated device like the program's own.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import traceback
 import types
@@ -19,9 +20,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch.autograd.function import BackwardCFunction
+
+from torchport.runtime.patching import Patches
 
 # the simulated tensor's module, whose dispatch runs ops on host data only
-_SIMTENSOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simtensor.py")
+_RUNTIME = os.path.dirname(os.path.abspath(__file__))
+_SIMTENSOR = os.path.join(_RUNTIME, "simtensor.py")
 _HAS_TORCH_FUNCTION = (
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"
 )  # fmt: skip
@@ -48,6 +53,8 @@ def reached_real_cuda(func: Any, exc: Exception) -> bool:
         "Expected all tensors to be on the same device" in message
         and "cuda" in message
         and any(_in_dispatch(f) for f in frames)
+        # raised by the op on host data, not by the simulation's own device check
+        and os.path.dirname(os.path.abspath(frames[-1].filename)) != _RUNTIME
     )
 
 
@@ -71,3 +78,30 @@ def observing(mode: torch.overrides.TorchFunctionMode, func: Any) -> Iterator[No
 
 def _no_torch_function(*args: Any) -> bool:
     return False
+
+
+def observe_backward(mode: torch.overrides.TorchFunctionMode) -> Patches:
+    """The ``backward`` of the program's autograd Functions runs with ``mode`` on the stack.
+
+    The autograd engine calls it from C++ while the observer handles the program's
+    ``backward()`` call, with the mode off the stack: its ops would reach the simulated
+    tensors' dispatch unobserved. A composite op there (``F.one_hot``) then makes its tensors
+    on the host, where a GPU makes them on the device, and the simulation reported a device
+    mismatch that a GPU never raises. Observed, the op goes through the same handlers as in
+    forward. Where a mode is on the stack already (the program's own), nothing changes.
+    """
+    patches = Patches()
+    patches.wrap(BackwardCFunction, "apply", functools.partial(_observed_backward, mode))
+    return patches
+
+
+def _observed_backward(
+    mode: torch.overrides.TorchFunctionMode, original: Any, ctx: Any, *args: Any
+) -> Any:
+    if getattr(mode, "closed", False) or torch._C._len_torch_function_stack() > 0:
+        return original(ctx, *args)
+    torch.overrides._push_mode(mode)  # type: ignore[no-untyped-call]
+    try:
+        return original(ctx, *args)
+    finally:
+        torch.overrides._pop_mode()  # type: ignore[no-untyped-call]

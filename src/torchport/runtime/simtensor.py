@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from torchport.runtime import simdevices, simhost, simkernels
+from torchport.runtime import simdevices, simhost, simkernels, simlazy
 from torchport.runtime.simdevices import Seen
 
 _CPU = torch.device("cpu")
@@ -275,6 +275,8 @@ class _ToHost(torch.autograd.Function):
 def to_simulated(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     if isinstance(tensor, SimTensor) and tensor._sim_device == device:
         return tensor
+    if simlazy.is_lazy(tensor):
+        return simlazy.sent_to(tensor, device)  # a lazy module's weight, not made yet
     if tensor.requires_grad and torch.is_grad_enabled():
         result: torch.Tensor = _ToSimulated.apply(tensor, device)  # type: ignore[no-untyped-call]
         return result

@@ -21,7 +21,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport.errors import UsageError
 from torchport.findings import Location
-from torchport.runtime import simgenerator, simkernels
+from torchport.runtime import simgenerator, simkernels, simlazy, simtensor
 from torchport.runtime.simdevices import device_error
 from torchport.runtime.simload import save_load_patches
 from torchport.runtime.simparallel import comm_patches, process_group_patches
@@ -194,6 +194,10 @@ class Simulation:
         patches += [(torch, "compile", _eager_compile), *save_load_patches(self)]
         patches += [(torch.nn.Module, "_apply", _keep_parameters(torch.nn.Module._apply))]
         patches += [(torch.nn.Module, "to", _index_as_device(torch.nn.Module.to, self.kind))]
+        patches += [
+            (lazy, "materialize", simlazy.materialize(lazy.materialize, simtensor.to_simulated))
+            for lazy in simlazy.LAZY_CLASSES
+        ]
         grouping = torch._C._group_tensors_by_device_and_dtype
         patches += [(torch._C, "_group_tensors_by_device_and_dtype", _by_simulated(grouping))]
         return patches
@@ -403,11 +407,16 @@ def _keep_parameters(original: Callable[..., Any]) -> Callable[..., Any]:
 
     def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
         saved = future.get_swap_module_params_on_conversion()  # an outer module's, here
-        future.set_swap_module_params_on_conversion(chosen or _swappable(module))
+        overwrite = future.get_overwrite_module_params_on_conversion()
+        lazy = any(simlazy.is_lazy(p) for p in module.parameters(recurse=False))
+        future.set_swap_module_params_on_conversion(chosen or (not lazy and _swappable(module)))
+        if lazy:  # a lazy weight stays the same object, set as its own data (see simlazy)
+            future.set_overwrite_module_params_on_conversion(False)
         try:
             return original(module, fn, recurse)
         finally:
             future.set_swap_module_params_on_conversion(saved)
+            future.set_overwrite_module_params_on_conversion(overwrite)
 
     return _apply
 

@@ -19,7 +19,11 @@ import torchport.transfer
 from torchport.findings import Fix, Severity
 from torchport.rules.device import CpuTensorThenMoved
 from torchport.rules.dtype import Float64OnAccelerator
-from torchport.rules.transfer import NonBlockingCopyFromPageable, PinnedSourceOverwrittenInFlight
+from torchport.rules.transfer import (
+    HostConversionBeforeCopy,
+    NonBlockingCopyFromPageable,
+    PinnedSourceOverwrittenInFlight,
+)
 from torchport.runtime import holders, samplers, simtensor
 from torchport.runtime.failure import StrictFindingError
 from torchport.runtime.sites import Site, user_site
@@ -82,6 +86,7 @@ class TransferHandlers:
             T.backward: self._backward,
         }
         self._made_here: Counter[Site] = Counter()
+        self._converted_here: Counter[Site] = Counter()
 
     def handler_for(self, func: Any) -> Handler | None:
         return self._table.get(func)
@@ -168,6 +173,10 @@ class TransferHandlers:
         nbytes = source.numel() * source.element_size()
         if src.type == "cpu":
             pinned = bool(source.is_pinned())
+            if not non_blocking and _widened(source, out):
+                # converted on the host before the copy (see TP253): the wide tensor crosses
+                nbytes = out.numel() * out.element_size()
+                self._converted_on_host(source, out, site)
             self.o.record.add_transfer(site, "host->device", pinned, non_blocking, nbytes)
             self._host_to_device_checks(source, dst, site, pinned, non_blocking)
             if pinned and non_blocking:
@@ -280,6 +289,25 @@ class TransferHandlers:
                 site,
             )
 
+    def _converted_on_host(self, source: torch.Tensor, out: torch.Tensor, site: Site) -> None:
+        """TP253 once a line has converted and copied MIN_MADE_THEN_MOVED times."""
+        self._converted_here[site] += 1
+        if self._converted_here[site] != MIN_MADE_THEN_MOVED:
+            return
+        ratio = out.element_size() // source.element_size()
+        wide, narrow = _dtype_name(out.dtype), _dtype_name(source.dtype)
+        self.o.add(
+            HostConversionBeforeCopy.finding(
+                f"a {narrow} tensor of shape {tuple(source.shape)} is converted to {wide} on "
+                f"the CPU and then copied to {out.device}, at every step (seen "
+                f"{MIN_MADE_THEN_MOVED} times): a blocking copy converts before it copies, so "
+                f"{ratio}x the bytes cross",
+                site.location(),
+                Fix(f"copy the {narrow} tensor, then convert on the device: .to(device).float()"),
+            ),
+            site,
+        )
+
     def _made_then_moved(self, origin: Site, dst: torch.device, site: Site) -> None:
         """TP104 once a line has made a host tensor and moved it MIN_MADE_THEN_MOVED times."""
         if origin.path != site.path:
@@ -345,6 +373,20 @@ class TransferHandlers:
             return ""
         site, count = top[0]
         return f" (float64 tensors were made {count}x at {site} by {site.call})"
+
+
+def _widened(source: torch.Tensor, out: torch.Tensor) -> bool:
+    """An integer or boolean tensor made a wider floating one by the copy (uint8 images to
+    float32), which a blocking copy converts on the source device first."""
+    return (
+        out.is_floating_point()
+        and not (source.is_floating_point() or source.is_complex())
+        and out.element_size() > source.element_size()
+    )
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _with_dtype(tensor: torch.Tensor, dtype: Any) -> torch.Tensor:

@@ -344,9 +344,7 @@ def _undecorated(a: Analysis, cls: ast.ClassDef) -> Finding | None:
             f"{which}: backward runs outside autocast, so float16 gradients meet the float32 "
             "tensors forward saved"
         )
-    products = sorted(
-        (n for n in walk_local(backward) if _is_product(n)), key=lambda n: a.start(n)
-    )
+    products = sorted((n for n in walk_local(backward) if _is_product(n)), key=a.start)
     aligned = [n for n in products if _dtypes_aligned(a, backward, n)]
     if aligned and len(aligned) == len(products):
         return None  # backward casts one factor of every product to the other's dtype itself
