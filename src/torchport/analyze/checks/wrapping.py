@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_name, assigned_value
-from torchport.analyze.context import Func, walk_local
+from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.hot import rarely_runs
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
@@ -184,26 +184,42 @@ def data_parallel_loss_per_replica(a: Analysis) -> Iterator[Finding]:
         wrapper = _bound_to(a, wrap)
         if returned is None or wrapper is None:
             continue
-        for backward in _backwards_of_outputs(a, a.function_of(wrap) or a.tree, wrapper):
+        ret, position = returned
+        for backward in _backwards_of_outputs(a, a.function_of(wrap) or a.tree, wrapper, position):
             yield R.DataParallelLossPerReplica.finding(
                 f"`{a.name(backward)}` backpropagates what `{wrapper}` returns: its forward "
-                f"returns a loss (line {returned.lineno}), which DataParallel gathers into one "
+                f"returns a loss (line {ret.lineno}), which DataParallel gathers into one "
                 "loss per GPU, and backward() of that vector raises; take `.mean()` first",
                 a.loc(backward),
                 Fix("average the replicas' losses: `loss = model(...).mean()`"),
-                related=(a.loc(returned),),
+                related=(a.loc(ret),),
             )
 
 
-def _returned_loss(a: Analysis, forward: Func) -> ast.Return | None:
-    """The ``return`` of ``forward`` that hands back a loss function's result."""
+def _returned_loss(a: Analysis, forward: Func) -> tuple[ast.Return, int | None] | None:
+    """The ``return`` of ``forward`` that hands back a loss, and the loss's position when it
+    returns a tuple (``return loss, preds``); a loss is a loss function's result or the
+    result of a same-file method named for one (``self.compute_loss(preds, targets)``)."""
     for ret in (n for n in walk_local(forward) if isinstance(n, ast.Return)):
-        value = ret.value
-        if isinstance(value, ast.Name):
-            value = assigned_value(a, value, ret.lineno)
-        if isinstance(value, ast.Call) and _is_loss_call(a, value):
-            return ret
+        if _is_loss(a, ret.value, ret.lineno):
+            return ret, None
+        if isinstance(ret.value, ast.Tuple):
+            for position, item in enumerate(ret.value.elts):
+                if _is_loss(a, item, ret.lineno):
+                    return ret, position
     return None
+
+
+def _is_loss(a: Analysis, value: ast.expr | None, line: int) -> bool:
+    if isinstance(value, ast.Name):
+        value = assigned_value(a, value, line)
+    if not isinstance(value, ast.Call):
+        return False
+    if _is_loss_call(a, value):
+        return True
+    func = value.func
+    named = isinstance(func, ast.Attribute) and "loss" in func.attr.lower()
+    return named and is_self_attr(func) and a.own_callee(value) is not None
 
 
 def _is_loss_call(a: Analysis, call: ast.Call) -> bool:
@@ -214,9 +230,12 @@ def _is_loss_call(a: Analysis, call: ast.Call) -> bool:
     return info is not None and info.cls is not None and info.cls.endswith("Loss")
 
 
-def _backwards_of_outputs(a: Analysis, owner: ast.AST, wrapper: str) -> list[ast.Call]:
+def _backwards_of_outputs(
+    a: Analysis, owner: ast.AST, wrapper: str, position: int | None
+) -> list[ast.Call]:
     """``loss.backward()`` or ``scaler.scale(loss).backward()`` where ``loss`` was last set to
-    ``wrapper(...)`` itself (not ``wrapper(...).mean()``)."""
+    ``wrapper(...)`` itself (not ``wrapper(...).mean()``), or unpacked from it at ``position``
+    (``loss, preds = model(x, y)``)."""
     found = []
     for node in walk_local(owner):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -228,7 +247,30 @@ def _backwards_of_outputs(a: Analysis, owner: ast.AST, wrapper: str) -> list[ast
             receiver = receiver.args[0]
         if not isinstance(receiver, ast.Name):
             continue
-        made = assigned_value(a, receiver, node.lineno)
-        if isinstance(made, ast.Call) and a.text(made.func) == wrapper:
+        made = _last_binding(owner, receiver, node.lineno)
+        if made is None or made[1] != position:
+            continue
+        if isinstance(made[0], ast.Call) and a.text(made[0].func) == wrapper:
             found.append(node)
     return found
+
+
+def _last_binding(owner: ast.AST, name: ast.Name, line: int) -> tuple[ast.expr, int | None] | None:
+    """The value the last assignment above ``line`` binds ``name`` to, with the position it
+    is unpacked from (``a, b = value``; None for ``name = value``)."""
+    found: tuple[int, ast.expr, int | None] | None = None
+    for node in walk_local(owner):
+        if not (isinstance(node, ast.Assign) and node.lineno < line and len(node.targets) == 1):
+            continue
+        if found is not None and node.lineno <= found[0]:
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == name.id:
+            found = (node.lineno, node.value, None)
+        elif isinstance(target, ast.Tuple):
+            at = [
+                i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == name.id
+            ]
+            if at:
+                found = (node.lineno, node.value, at[0])
+    return None if found is None else (found[1], found[2])
