@@ -436,8 +436,9 @@ class NcclGroupWithoutDevice(Rule):
 class AccumulationWithoutNoSync(Rule):
     """## What it does
     Flags `loss.backward()` at every micro-batch of a gradient accumulation
-    (`optimizer.step()` only every N batches) in a file that wraps the model in
-    `DistributedDataParallel` and never uses `model.no_sync()`.
+    (`optimizer.step()` only every N batches, or an inner loop over micro-batches and one step
+    after it) in a file that wraps the model in `DistributedDataParallel` and never uses
+    `model.no_sync()` (or sets `require_backward_grad_sync`, which `no_sync()` sets).
 
     ## Why is this bad?
     DDP all-reduces the gradients at every backward. With accumulation only the last

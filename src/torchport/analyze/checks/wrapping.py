@@ -103,16 +103,32 @@ def _moves(a: Analysis, owner: ast.AST, names: tuple[str | None, ...]) -> list[a
     ]
 
 
+_SYNC_SKIPPERS = frozenset({"no_sync", "require_backward_grad_sync"})
+
+
 @detector(R.AccumulationWithoutNoSync)
 def accumulation_without_no_sync(a: Analysis) -> Iterator[Finding]:
-    if "no_sync" in a.source or not any(a.call_named(*_WRAPPERS)):
+    if not any(a.call_named(*_WRAPPERS)):
+        return
+    # `model.require_backward_grad_sync = last` is the attribute no_sync() sets (the code's
+    # own use: a comment that names no_sync is no use of it)
+    if any(getattr(n, "attr", "") in _SYNC_SKIPPERS for n in a.of_type(ast.Attribute)):
         return
     for loop in a.of_type(ast.For, ast.While):
         assert isinstance(loop, ast.For | ast.While)
         calls = [n for stmt in loop.body for n in walk_local(stmt) if isinstance(n, ast.Call)]
-        steps = [c for c in calls if _attr(c) == "step" and "optim" in a.text(c.func).lower()]
-        if not steps or not all(rarely_runs(a, s) for s in steps):
-            continue  # a step at every iteration: no accumulation
+        steps = [c for c in calls if _is_optimizer_step(a, c)]
+        step: ast.Call | None
+        if steps:
+            if not all(rarely_runs(a, s) for s in steps):
+                continue  # a step at every iteration: no accumulation here
+            step = steps[0]  # `if (i + 1) % accum == 0: optimizer.step()`
+        else:
+            # `for micro in range(accum): ... backward()`, then a step per outer iteration
+            outer = a.enclosing(loop, ast.For, ast.While)
+            step = _step_of(a, outer) if outer is not None else None
+            if step is None or rarely_runs(a, loop):
+                continue
         for call in calls:
             if (
                 _attr(call) != "backward"
@@ -122,12 +138,31 @@ def accumulation_without_no_sync(a: Analysis) -> Iterator[Finding]:
                 continue
             yield R.AccumulationWithoutNoSync.finding(
                 f"`{a.name(call)}` runs at every micro-batch while the optimizer steps every "
-                f"few (line {steps[0].lineno}): DDP all-reduces the gradients at each backward; "
+                f"few (line {step.lineno}): DDP all-reduces the gradients at each backward; "
                 "run the micro-batches before the last under `model.no_sync()`",
                 a.loc(call),
                 Fix("wrap the backward of every micro-batch but the last in `model.no_sync()`"),
-                related=(a.loc(steps[0]),),
+                related=(a.loc(step),),
             )
+
+
+def _is_optimizer_step(a: Analysis, call: ast.Call) -> bool:
+    return _attr(call) == "step" and "optim" in a.text(call.func).lower()
+
+
+def _step_of(a: Analysis, loop: ast.AST) -> ast.Call | None:
+    """The optimizer step that ``loop`` runs at every iteration, in its own body (not in a
+    nested loop's)."""
+    for stmt in getattr(loop, "body", []):
+        for node in walk_local(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and _is_optimizer_step(a, node)
+                and a.enclosing(node, ast.For, ast.While) is loop
+                and not rarely_runs(a, node)
+            ):
+                return node
+    return None
 
 
 def _attr(call: ast.Call) -> str:
