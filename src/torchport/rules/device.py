@@ -206,7 +206,9 @@ class TensorCreatedInForward(Rule):
 class CpuTensorThenMoved(Rule):
     """## What it does
     Flags a tensor built on the CPU and moved right away: `torch.zeros(...).to(device)` or
-    `torch.randn(...).cuda()`.
+    `torch.randn(...).cuda()`. `torchport run` also reports a host tensor that the same line
+    copies to the device at every step: a plain tensor attribute of a module, or one table
+    (a diffusion schedule), unchanged since its last copy.
 
     ## Why is this bad?
     The tensor is allocated and filled on the host, then copied over the bus. Creating it on

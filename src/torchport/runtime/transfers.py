@@ -14,6 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 import torchport.transfer
 from torchport.findings import Fix, Severity
@@ -41,6 +42,8 @@ _GENERATORS = {
     "torch.hann_window", "torch.hamming_window", "torch.bartlett_window",
     "torch.blackman_window", "torch.kaiser_window",
 }  # fmt: skip
+# tensors that may share memory with a NumPy array, written where torch does not see it
+_SHARES_NUMPY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray"})
 # A line that does it this often is in a loop (as for syncs, record.MIN_SYNCS_IN_LOOP).
 MIN_MADE_THEN_MOVED = 3
 # Below this many elements a float64 tensor on the device is reported as info, not a warning.
@@ -87,6 +90,9 @@ class TransferHandlers:
         }
         self._made_here: Counter[Site] = Counter()
         self._converted_here: Counter[Site] = Counter()
+        # host tensor -> the line that copies it to the device, its version then, the step
+        # of the first of those copies and their number
+        self._copies_of: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
     def handler_for(self, func: Any) -> Handler | None:
         return self._table.get(func)
@@ -267,8 +273,8 @@ class TransferHandlers:
         origin = self.o.provenance.get(source)
         if origin is not None and origin.call in _GENERATORS and origin.line == site.line:
             self._made_then_moved(origin, dst, site)
-        elif self.o.tracker.stack:
-            self._attribute_moved(source, dst, site)
+        elif not (self.o.tracker.stack and self._attribute_moved(source, dst, site)):
+            self._constant_moved(source, dst, site, origin, pinned)
         if source.dtype == torch.float64 and not _issued_by_torchport_transfer():
             origin = self.o.provenance.get(source)
             made = f"; it was created at {origin} by {origin.call}" if origin else ""
@@ -349,9 +355,46 @@ class TransferHandlers:
                 "torch.randperm(n, device=device)[:k]",
             )
 
-    def _attribute_moved(self, source: torch.Tensor, dst: torch.device, site: Site) -> None:
+    def _constant_moved(
+        self,
+        source: torch.Tensor,
+        dst: torch.device,
+        site: Site,
+        origin: Site | None,
+        pinned: bool,
+    ) -> None:
+        """TP104 for one host tensor, unchanged since (its version counter says so), that the
+        same line copies to the device about as often as the program steps: a lookup table
+        kept on the host (a diffusion schedule read at every step). A validation set copied
+        once an epoch, many steps apart, is left alone."""
+        if pinned or (origin is not None and origin.call in _SHARES_NUMPY):
+            return  # a staging buffer, refilled in place (through NumPy: no version counter)
+        if isinstance(source, torch.nn.Parameter):
+            return  # Module.to moves it, and cannot swap a weakly referenced one
+        seen = self._copies_of.get(source)  # type: ignore[no-untyped-call]
+        version, step = source._version, self.o.record.step
+        if seen is None or seen[0] != site or seen[1] != version:
+            self._copies_of[source] = (site, version, step, 1)
+            return
+        copies = seen[3] + 1
+        self._copies_of[source] = (site, version, seen[2], copies)
+        if step - seen[2] > 2 * copies:
+            return  # fewer copies than backward passes: once an epoch, not a step
+        self._copied_every_step(
+            site,
+            f"the same host tensor{f' (made at {origin})' if origin else ''}, unchanged, is "
+            f"copied to {dst} again",
+            "keep a copy on the device: move it once (or register it as a buffer of the "
+            "module that reads it, so that model.to(device) moves it)",
+            (origin,)
+            if origin is not None and self._made_here[site] == MIN_MADE_THEN_MOVED - 1
+            else (),
+        )
+
+    def _attribute_moved(self, source: torch.Tensor, dst: torch.device, site: Site) -> bool:
         """TP104 for a plain tensor attribute of a running module (not a buffer: `.to()` on
-        the model leaves it) that ``forward`` copies to the device at every call."""
+        the model leaves it) that ``forward`` copies to the device at every call (False: the
+        tensor is no attribute of a running module)."""
         for module in reversed(self.o.tracker.stack):
             name = next((k for k, v in vars(module).items() if v is source), None)
             if name is None:
@@ -365,7 +408,8 @@ class TransferHandlers:
                 "persistent=False); model.to(device) then moves it once",
                 tuple(holders.assignment_sites(module, name)) if due else (),
             )
-            return
+            return True
+        return False
 
     def _float64_makers(self) -> str:
         top = self.o.record.float64_origins.most_common(1)

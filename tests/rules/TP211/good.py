@@ -70,3 +70,17 @@ class SpeedLogger:
     def on_batch_end(self, trainer, outputs):
         torch.cuda.synchronize()
         self.times.append(time.perf_counter() - self._t0)
+
+
+class ThroughputMonitor:
+    """The clock read into a name first, after waiting for the GPU."""
+
+    def on_train_batch_start(self, trainer, batch_idx):
+        torch.cuda.synchronize()
+        now = time.perf_counter()
+        self._start = now
+
+    def on_train_batch_end(self, trainer, batch_idx):
+        torch.cuda.synchronize()
+        end = time.perf_counter()
+        self.batch_times.append(end - self._start)

@@ -340,12 +340,13 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
     for node in a.of_type(ast.BinOp):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
             continue
-        end, start = node.left, node.right
-        if not (_is_clock(a, end) and is_self_attr(start)):
-            continue
         stop_method = a.function_of(node)
         cls = a.class_of(stop_method) if stop_method is not None else None
-        if stop_method is None or cls is None:
+        if stop_method is None or cls is None or not is_self_attr(node.right):
+            continue
+        start = node.right
+        end = _clock_read(a, stop_method, node.left)
+        if end is None:
             continue
         assert isinstance(start, ast.Attribute)
         started = [
@@ -355,7 +356,7 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
             for stmt in walk_local(method)
             if isinstance(stmt, ast.Assign)
             and any(a.text(t) == a.text(start) for t in stmt.targets)
-            and _is_clock(a, stmt.value)
+            and _clock_read(a, method, stmt.value) is not None
         ]
         if len(started) != 1:
             continue
@@ -383,6 +384,24 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
             ),
             related=(a.loc(started[0]),),
         )
+
+
+def _clock_read(a: Analysis, method: ast.AST, value: ast.expr) -> ast.expr | None:
+    """The clock call ``value`` is: itself (``time.perf_counter()``), or the one a name of
+    ``method`` was set to (``now = time.perf_counter()`` ... ``now - self._t0``)."""
+    if _is_clock(a, value):
+        return value
+    if not isinstance(value, ast.Name):
+        return None
+    reads = [
+        node.value
+        for node in walk_local(method)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == value.id
+    ]
+    return reads[0] if len(reads) == 1 and _is_clock(a, reads[0]) else None
 
 
 def _waits(a: Analysis, call: ast.Call) -> bool:
