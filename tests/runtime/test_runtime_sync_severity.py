@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,21 @@ def test_a_read_of_an_async_host_copy_names_where_the_copy_was_made() -> None:
     [found] = [f for f in w.findings if f.code == "TP208"]
     assert found.location is not None and found.location.line == _line("# read here")
     assert [r.line for r in found.related] == [_line("# copied here")]
+
+
+def test_a_copy_read_by_a_library_on_another_thread_is_reported_at_the_copy(
+    tmp_path: Path,
+) -> None:
+    with watch("cuda") as w:
+        weights = torch.randn(3, device="cuda")
+        host = weights.to("cpu", non_blocking=True, copy=True)  # copied, never waited for
+        writer = threading.Thread(target=torch.save, args=(host, tmp_path / "w.pt"))
+        writer.start()
+        writer.join()
+    [found] = [f for f in w.findings if f.code == "TP208"]
+    assert found.location is not None
+    assert found.location.line == _line("# copied, never waited for")
+    assert "(by library code)" in found.message
 
 
 def _line(marker: str) -> int:

@@ -519,17 +519,22 @@ class Observer(TorchFunctionMode):
             if isinstance(arg, torch.Tensor) and arg in self.pending:
                 made = self.pending[arg]
                 site = user_site("read")
+                where = ""
+                if site is None and isinstance(made, Site):
+                    # read by library code alone (torch.save on a writer thread): no line of
+                    # the program reads it, so the copy's line is where to fix it
+                    site, where = made, " (by library code)"
                 self.add(
                     NonBlockingHostReadBeforeSync.finding(
                         f"the result of the non_blocking device-to-host copy made at {made} is "
-                        "read on the host before any synchronization: on a GPU it may still "
-                        "hold old data",
+                        f"read on the host{where} before any synchronization: on a GPU it may "
+                        "still hold old data",
                         None if site is None else site.location(),
                         Fix(
                             "call torch.cuda.synchronize() (or record an event and wait on it) "
                             "before reading it, or copy without non_blocking=True"
                         ),
-                        related=(made.location(),) if isinstance(made, Site) else (),
+                        related=(made.location(),) if isinstance(made, Site) and not where else (),
                     ),
                     site,
                 )
