@@ -75,3 +75,20 @@ def test_a_copy_read_by_a_library_on_another_thread_is_reported_at_the_copy(
 def _line(marker: str) -> int:
     lines = Path(__file__).read_text(encoding="utf-8").splitlines()
     return next(i for i, text in enumerate(lines, 1) if text.endswith(marker))
+
+
+def _collected(count: int, joined: bool) -> list[int]:
+    with watch("cuda") as w:
+        tokens = [torch.randint(0, 9, (), device="cuda") for _ in range(count)]
+        if joined:
+            ids = torch.stack(tokens).cpu()
+        else:
+            ids = torch.tensor(tokens, dtype=torch.long)  # read one by one
+        assert ids.device.type == "cpu" and ids.shape == (count,)
+    return [f.location.line for f in w.findings if f.code == "TP254" and f.location]
+
+
+def test_torch_tensor_of_many_device_scalars_is_reported_and_a_stack_is_not() -> None:
+    assert _collected(16, joined=False) == [_line("# read one by one")]
+    assert _collected(16, joined=True) == []
+    assert _collected(4, joined=False) == []  # a few copies cost little

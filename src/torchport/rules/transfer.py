@@ -537,3 +537,34 @@ class HostConversionBeforeCopy(Rule):
     code = "TP253"
     name = "host-conversion-before-copy"
     severity = Severity.WARNING
+
+
+@register
+class TensorFromDeviceScalars(Rule):
+    """## What it does
+    Reports, at run time, `torch.tensor(...)` (or `as_tensor`, `new_tensor`) of a list that
+    holds many device tensors: the token ids or log-probabilities a generation loop collected
+    one step at a time (`torch.tensor(self.token_list)`).
+
+    ## Why is this bad?
+    torch reads each element of the list on the host: one device-to-host copy, and one wait
+    for the GPU, per element. `torch.stack` joins them on the device, and one `.cpu()` then
+    copies them all at once.
+
+    ## Example
+    ```python
+    ids = torch.tensor(self.token_list, dtype=torch.long)
+    ```
+
+    ## Use instead
+    ```python
+    ids = torch.stack(self.token_list).long().cpu()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP254"
+    name = "tensor-from-device-scalars"
+    severity = Severity.WARNING

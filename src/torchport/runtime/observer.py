@@ -468,6 +468,7 @@ class Observer(TorchFunctionMode):
         data = args[at] if len(args) > at else kwargs.get("data")
         if isinstance(data, (list, tuple)) and _first_leaf_on_device(data):
             self.on_sync(f"{call_name(func)}([device tensors])")
+            syncs.tensor_from_device_scalars(self, call_name(func), data)
         if self.sim is None:
             return args, kwargs
         if at == 1 and isinstance(args[0], simtensor.SimTensor) and kwargs.get("device") is None:

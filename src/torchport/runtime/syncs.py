@@ -8,6 +8,7 @@ import torch
 
 from torchport.findings import Fix
 from torchport.rules.device import NumpyOfDeviceTensor
+from torchport.rules.transfer import TensorFromDeviceScalars
 from torchport.runtime.sites import user_site
 
 if TYPE_CHECKING:
@@ -48,6 +49,29 @@ def numpy_of_device_tensor(observer: Observer, tensor: torch.Tensor) -> None:
             "host memory only)",
             None if site is None else site.location(),
             Fix("copy it to the host first: tensor.detach().cpu().numpy()"),
+        ),
+        site,
+    )
+
+
+# below this many device tensors in torch.tensor's list, the copies cost little
+MANY_SCALARS = 8
+
+
+def tensor_from_device_scalars(
+    observer: Observer, call: str, data: list[Any] | tuple[Any, ...]
+) -> None:
+    """TP254: ``torch.tensor`` of a list of many device tensors, each copied on its own."""
+    count = sum(1 for item in data if isinstance(item, torch.Tensor))
+    if count < MANY_SCALARS:
+        return
+    site = user_site(call)
+    observer.add(
+        TensorFromDeviceScalars.finding(
+            f"{call} reads {count} device tensors of a list one by one: {count} copies to "
+            "the host, each waiting for the GPU",
+            None if site is None else site.location(),
+            Fix("join them on the device first: torch.stack(values), then one .cpu()"),
         ),
         site,
     )
