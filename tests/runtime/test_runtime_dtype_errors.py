@@ -6,6 +6,8 @@ integer matmul kernel), though the CPU that computes it has one.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,31 @@ def test_pca_lowrank_outside_autocast_runs_on_the_simulated_device() -> None:
                 _, s, _ = torch.pca_lowrank(hidden.float(), q=4)
     assert s.shape == (4,) and s.device.type == "cuda"
     assert [f for f in w.findings if f.code in ("TP152", "TP353")] == []
+
+
+@pytest.mark.parametrize(
+    ("transform", "sizes"),
+    [
+        (torch.fft.rfft, "[48]"),
+        (lambda x: torch.fft.fft(x, n=40), "[40]"),
+        (torch.fft.irfft, "[94]"),  # a real inverse: 2 * (48 - 1) by default
+        (lambda x: torch.fft.rfft2(x.view(6, 8)), "[6, 8]"),
+    ],
+)
+def test_a_half_fft_of_a_size_that_is_no_power_of_two_fails_as_cuffts_does(
+    transform: Callable[[torch.Tensor], torch.Tensor], sizes: str
+) -> None:
+    # cuFFT's half precision takes powers of two only (pytorch/pytorch#74857)
+    expected = "powers of two when computing in half precision, but got a signal size of"
+    with pytest.raises(RuntimeError, match=re.escape(expected + sizes)), watch("cuda"):
+        transform(torch.randn(48, device="cuda").half())
+
+
+def test_a_half_stft_names_its_size_and_a_float32_one_runs() -> None:
+    with watch("cuda"):
+        wave = torch.randn(2, 4000, device="cuda")
+        window = torch.hann_window(1280, device="cuda")
+        spec = torch.stft(wave, 1280, hop_length=320, window=window, return_complex=True)
+        assert spec.device.type == "cuda"
+        with pytest.raises(RuntimeError, match=r"signal size of\[1280\]"):
+            torch.stft(wave.half(), 1280, hop_length=320, window=window.half(), return_complex=True)

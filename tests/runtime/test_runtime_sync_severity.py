@@ -80,10 +80,8 @@ def _line(marker: str) -> int:
 def _collected(count: int, joined: bool) -> list[int]:
     with watch("cuda") as w:
         tokens = [torch.randint(0, 9, (), device="cuda") for _ in range(count)]
-        if joined:
-            ids = torch.stack(tokens).cpu()
-        else:
-            ids = torch.tensor(tokens, dtype=torch.long)  # read one by one
+        joined_ids = torch.stack(tokens).cpu() if joined else None
+        ids = joined_ids if joined_ids is not None else torch.tensor(tokens)  # read one by one
         assert ids.device.type == "cpu" and ids.shape == (count,)
     return [f.location.line for f in w.findings if f.code == "TP254" and f.location]
 

@@ -234,6 +234,8 @@ class Observer(TorchFunctionMode):
             handler = functools.partial(simtensor.host_arguments_onto_device, handler)
         if self.sim is not None and func in simkernels.HALF_FUNCTIONS:
             handler = simkernels.half_checked(handler)
+        if self.sim is not None and func in simkernels.FFT_FUNCTIONS:
+            handler = simkernels.fft_checked(handler)
         if func in transfers.HOST_WRITES:
             handler = self.transfers.overwrite_checked(handler)
         if func in accumulate.ADDITIONS:

@@ -128,3 +128,80 @@ def _check_half_input(first: object) -> None:
             "--simulate: CUDA's QR takes float32 and float64 only; under autocast, run it "
             "with autocast disabled on a float32 copy)"
         )
+
+
+# cuFFT computes in half precision (float16 input, or complex32) only when every transformed
+# size is a power of two (pytorch/pytorch#74857); the CPU has no half FFT at all, and CPU
+# autocast, which simulated CUDA autocast runs as, upcasts torch.stft where CUDA autocast
+# leaves a float16 input as it is. Checked at the function level, where the sizes are known.
+def _stft_sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    n_fft = args[1] if len(args) > 1 else kwargs.get("n_fft")
+    return (n_fft,) if isinstance(n_fft, int) else ()
+
+
+def _sizes(dims: int, inverse_real: bool) -> Callable[..., tuple[int, ...]]:
+    """The transformed sizes of ``torch.fft.<fn>(input, n or s, dim)``: ``n``/``s`` when
+    given, else the input's sizes along ``dim`` (its last ``dims`` ones, or all for 0); a real
+    inverse transform's default output size is ``2 * (m - 1)``."""
+
+    def sizes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
+        given = args[1] if len(args) > 1 else kwargs.get("n" if dims == 1 else "s")
+        if isinstance(given, int):
+            return (given,)
+        if isinstance(given, (list, tuple)) and all(isinstance(v, int) for v in given):
+            return tuple(given)
+        tensor = args[0] if args else kwargs.get("input")
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
+            return ()
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", -1 if dims == 1 else None)
+        if isinstance(dim, int):
+            chosen = [dim]
+        elif isinstance(dim, (list, tuple)):
+            chosen = list(dim)
+        else:
+            chosen = list(range(-min(dims, tensor.dim()), 0)) if dims else list(range(tensor.dim()))
+        found = [tensor.shape[d] for d in chosen]
+        if inverse_real and found:
+            found[-1] = 2 * (found[-1] - 1)
+        return tuple(found)
+
+    return sizes
+
+
+FFT_FUNCTIONS: dict[Any, Callable[[tuple[Any, ...], dict[str, Any]], tuple[int, ...]]] = {
+    torch.stft: _stft_sizes,
+    **{getattr(torch.fft, n): _sizes(1, n == "irfft") for n in ("fft", "ifft", "rfft", "irfft")},
+    **{
+        getattr(torch.fft, n): _sizes(2, n == "irfft2")
+        for n in ("fft2", "ifft2", "rfft2", "irfft2")
+    },
+    **{
+        getattr(torch.fft, n): _sizes(0, n == "irfftn")
+        for n in ("fftn", "ifftn", "rfftn", "irfftn")
+    },
+}
+_HALF_FFT = (torch.float16, torch.complex32)
+
+
+def fft_checked(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` for an FFT on the simulated device, refusing a half-precision one of a size
+    that is not a power of two, as cuFFT does."""
+
+    def checked(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        first = args[0] if args else kwargs.get("input")
+        if (
+            isinstance(first, torch.Tensor)
+            and first.device.type != "cpu"
+            and first.dtype in _HALF_FFT
+        ):
+            sizes = list(FFT_FUNCTIONS[func](args, kwargs))
+            if any(size < 1 or size & (size - 1) for size in sizes):
+                raise RuntimeError(
+                    "cuFFT only supports dimensions whose sizes are powers of two when "
+                    f"computing in half precision, but got a signal size of{sizes} (torchport "
+                    "--simulate: as on a GPU; compute the transform in float32, e.g. on "
+                    "x.float() with autocast disabled)"
+                )
+        return handler(func, args, kwargs)
+
+    return checked
