@@ -583,3 +583,44 @@ class DataParallelLossPerReplica(Rule):
     code = "TP419"
     name = "data-parallel-loss-per-replica"
     severity = Severity.ERROR
+
+
+@register
+class PaddedEvaluationSampler(Rule):
+    """## What it does
+    Flags an unshuffled `DistributedSampler` (`shuffle=False`, an evaluation's) whose
+    loader feeds a loop with no `backward()`, in a function that then sums the processes'
+    numbers with `all_reduce` or `reduce`.
+
+    ## Why is this bad?
+    To give every process as many samples, `DistributedSampler` pads the dataset with
+    repeats of its first samples until its size is a multiple of the number of processes
+    (unless `drop_last=True`, which drops the rest instead). An evaluation then counts those
+    samples twice, and the reduced metric is off whenever the dataset's size is not a
+    multiple of the world size: a number that changes with the number of GPUs.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(val_set, shuffle=False)
+    for x, y in DataLoader(val_set, sampler=sampler):
+        correct += (model(x).argmax(1) == y).sum()
+    dist.all_reduce(correct)
+    ```
+
+    ## Use instead
+    ```python
+    # each process takes every world-th sample, none twice
+    indices = range(rank, len(val_set), world_size)
+    loader = DataLoader(Subset(val_set, indices))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - The padding is documented in `torch.utils.data.distributed.DistributedSampler`.
+    """
+
+    code = "TP420"
+    name = "padded-evaluation-sampler"
+    severity = Severity.WARNING

@@ -1,5 +1,6 @@
-"""Static detector of an evaluation metric computed on one process's shard of a split loader
-and returned without a collective (TP414)."""
+"""Static detectors of distributed evaluation metrics: one computed on one process's shard of
+a split loader and returned without a collective (TP414), and one summed over a sampler that
+pads the dataset with repeats (TP420)."""
 
 from __future__ import annotations
 
@@ -159,4 +160,78 @@ def _ratio_of(value: ast.expr, counted: set[str]) -> bool:
             ]
             if all(side & counted for side in sides):
                 return True
+    return False
+
+
+_SUMMING = frozenset({"all_reduce", "reduce"})
+
+
+@detector(R.PaddedEvaluationSampler)
+def padded_evaluation_sampler(a: Analysis) -> Iterator[Finding]:
+    if "DistributedSampler" not in a.source:
+        return
+    for sampler in a.call_named(_SAMPLER):
+        shuffle, drop_last = keyword(sampler, "shuffle"), keyword(sampler, "drop_last")
+        if not (isinstance(shuffle, ast.Constant) and shuffle.value is False):
+            continue  # a training sampler (shuffled): its repeats are just more samples
+        if isinstance(drop_last, ast.Constant) and drop_last.value is True:
+            continue  # drops the remainder instead of padding
+        owner = a.function_of(sampler)
+        name = _bound(a, sampler)
+        if owner is None or name is None or not _evaluates_with(a, owner, name):
+            continue
+        summed = next(
+            (
+                n
+                for n in walk_local(owner)
+                if isinstance(n, ast.Call)
+                and last_name(n.func) in _SUMMING
+                and n.lineno > sampler.lineno
+            ),
+            None,
+        )
+        if summed is None:
+            continue
+        yield R.PaddedEvaluationSampler.finding(
+            f"`{a.name(sampler)}` pads the dataset with repeated samples up to a multiple of "
+            f"the number of processes, and `{a.name(summed)}` (line {summed.lineno}) sums "
+            "what every process counted: the repeats are counted twice unless the size "
+            "divides evenly",
+            a.loc(sampler),
+            Fix(
+                "give each process rank::world_size of the indices (Subset), or drop the "
+                "padded samples before reducing"
+            ),
+            related=(a.loc(summed),),
+        )
+
+
+def _bound(a: Analysis, call: ast.Call) -> str | None:
+    stmt = a.parents.get(call)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    return None
+
+
+def _evaluates_with(a: Analysis, owner: Func, sampler: str) -> bool:
+    """A loop of ``owner`` over a DataLoader given ``sampler=<sampler>``, with no backward."""
+    for loop in walk_local(owner):
+        if not isinstance(loop, ast.For):
+            continue
+        loader: ast.expr | None = loop.iter
+        if isinstance(loader, ast.Call) and last_name(loader.func) == "enumerate" and loader.args:
+            loader = loader.args[0]
+        if isinstance(loader, ast.Name):
+            loader = assigned_value(a, loader, loop.lineno)
+        if not isinstance(loader, ast.Call) or last_name(loader.func) != "DataLoader":
+            continue
+        given = keyword(loader, "sampler")
+        if not (isinstance(given, ast.Name) and given.id == sampler):
+            continue
+        backward = any(
+            isinstance(n, ast.Call) and last_name(n.func) == "backward" for n in ast.walk(loop)
+        )
+        if not backward:
+            return True
     return False
