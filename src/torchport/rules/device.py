@@ -303,7 +303,9 @@ class ModulesInPlainContainer(Rule):
 @register
 class TorchLoadWithoutMapLocation(Rule):
     """## What it does
-    Flags `torch.load(...)` without `map_location`.
+    Flags `torch.load(...)` without `map_location`, except of a file the same program wrote
+    from NumPy or host values, and in a program whose every `torch.save` (a writer thread's
+    `Thread(target=torch.save, ...)` included) writes host copies.
 
     ## Why is this bad?
     Tensors are restored on the device they were saved from. A checkpoint saved on a GPU fails

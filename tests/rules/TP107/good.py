@@ -29,3 +29,21 @@ def roundtrip(buffer, path):
     host_state = unpack(buffer, torch.device("cpu"))
     torch.save(host_state, path)
     return torch.load(path)
+
+
+class AsyncCheckpointer:
+    """Copies the state to the host, then a thread writes it: every save holds host tensors."""
+
+    def host_copies(self, state):
+        return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+
+    def save(self, model, path):
+        import threading
+
+        host_state = self.host_copies(model.state_dict())
+        threading.Thread(target=torch.save, args=(host_state, path)).start()
+        return path
+
+
+def latest(paths):
+    return torch.load(paths[-1], weights_only=True)

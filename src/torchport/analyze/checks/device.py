@@ -389,7 +389,9 @@ def _container_wrapper(a: Analysis, value: ast.expr, appended: list[ast.expr]) -
 
 @detector(R.TorchLoadWithoutMapLocation)
 def torch_load_without_map_location(a: Analysis) -> Iterator[Finding]:
-    saved = _host_saves(a)
+    saved, every_save_on_host = _host_saves(a)
+    if every_save_on_host:
+        return  # it reads the host checkpoints it writes (an async checkpointer's)
     for call in a.call_named("torch.load"):
         if (
             keyword(call, "map_location")
@@ -435,13 +437,47 @@ def numpy_of_device_tensor(a: Analysis) -> Iterator[Finding]:
         )
 
 
-def _host_saves(a: Analysis) -> set[str]:
-    """Paths (as written) that this file ``torch.save``s from NumPy or CPU-only values."""
+def _host_saves(a: Analysis) -> tuple[set[str], bool]:
+    """Paths (as written) that this file ``torch.save``s from NumPy or CPU-only values, and
+    whether it saves nothing else (its saves include ``Thread(target=torch.save, args=...)``,
+    and a value a same-file helper that copies to the host returned)."""
     out: set[str] = set()
-    for call in a.call_named("torch.save"):
-        if len(call.args) == 2 and _on_host(a, call.args[0], call.lineno, depth=0):
-            out.add(a.text(call.args[1]))
-    return out
+    saves = [(call, call.args) for call in a.call_named("torch.save")]
+    for call in a.calls:
+        target, given = keyword(call, "target"), keyword(call, "args")
+        if target is not None and a.qualname(target) == "torch.save":
+            saves.append((call, given.elts if isinstance(given, ast.Tuple) else []))
+    every = bool(saves)
+    for call, args in saves:
+        if len(args) == 2 and (
+            _on_host(a, args[0], call.lineno, depth=0) or _from_host_copier(a, args[0], call)
+        ):
+            out.add(a.text(args[1]))
+        else:
+            every = False
+    return out, every
+
+
+def _from_host_copier(a: Analysis, value: ast.expr, call: ast.Call) -> bool:
+    """``value`` is what a same-file helper returned, one that copies to the host and never to
+    a device (``host_state = self.preload_tensors(flat)``)."""
+    if isinstance(value, ast.Name):
+        bound = assigned_value(a, value, call.lineno)
+        value = bound if bound is not None else value
+    helper = a.own_callee(value) if isinstance(value, ast.Call) else None
+    if helper is None or any(a.function_of(move) is helper for move, _ in a.device_moves):
+        return False
+    return any(_host_copy(node) for node in walk_local(helper))
+
+
+def _host_copy(node: ast.AST) -> bool:
+    """``x.cpu()`` or ``x.to("cpu", ...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr == "cpu":
+        return True
+    first = node.args[0] if node.args else keyword(node, "device")
+    return node.func.attr == "to" and isinstance(first, ast.Constant) and first.value == "cpu"
 
 
 def _on_host(a: Analysis, value: ast.expr, line: int, depth: int) -> bool:
