@@ -181,6 +181,7 @@ class Explainer:
                 self.state_sites.site_of(_viewed(t), stack),
                 self.state_sites.made_at(_viewed(t), stack),
                 self._provenance.copied_at(t) if t.device.type == "cpu" else None,
+                self._provenance.kept_at(t) if t.device.type == "cpu" else None,
                 self._computed_in_unmoved(t, stack),
             )
         )
@@ -254,6 +255,10 @@ class Explainer:
         if copied is not None:
             made = f"{made}; " if made else ""
             return f"{made}copied to the device at {copied}, a copy that was not kept"
+        kept = self._provenance.kept_at(tensor) if tensor.device.type == "cpu" else None
+        if kept is not None:
+            made = f"{made}; " if made else ""
+            return f"{made}left on the host by .to() at {kept}, given the host as its device then"
         return made or "computed by an earlier op"
 
     def _computed_in_unmoved(

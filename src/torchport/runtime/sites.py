@@ -161,12 +161,23 @@ class Provenance:
         # host tensors copied to a device, and where: one that later meets the device itself
         # had its copy made and not kept (``x.to(device)`` whose result is discarded)
         self._copied: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        # host tensors a `.to(device)` left on the host, and where (see record_kept)
+        self._kept: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
     def record(self, tensor: torch.Tensor, site: Site) -> None:
         self._sites[tensor] = site
 
     def record_copy(self, source: torch.Tensor, site: Site) -> None:
         self._copied[source] = site
+
+    def record_kept(self, tensor: torch.Tensor, site: Site) -> None:
+        """``tensor.to(device)`` at ``site`` left it where it was, on the host: the device it
+        was given was the host then (read from a module not yet moved)."""
+        self._kept[tensor] = site
+
+    def kept_at(self, tensor: torch.Tensor) -> Site | None:
+        site = self._kept.get(tensor)  # type: ignore[no-untyped-call]
+        return site if isinstance(site, Site) else None
 
     def copied_at(self, tensor: torch.Tensor) -> Site | None:
         site = self._copied.get(tensor)  # type: ignore[no-untyped-call]

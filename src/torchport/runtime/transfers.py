@@ -14,6 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.nn.parameter import is_lazy
 from torch.utils.weak import WeakIdKeyDictionary
 
 import torchport.transfer
@@ -172,6 +173,8 @@ class TransferHandlers:
             return
         src, dst = source.device, out.device
         if src == dst:
+            if call == "Tensor.to" and src.type == "cpu" and self._accelerated():
+                self._kept_on_host(source, out)
             return
         site = user_site(call)
         if site is None:
@@ -201,6 +204,21 @@ class TransferHandlers:
         if call != "Tensor.copy_" or self.o.provenance.get(out) is None:
             # copy_ writes into a tensor made elsewhere: where it was made is where to fix it
             self.o.provenance.record(out, site)
+
+    def _accelerated(self) -> bool:
+        return self.o.sim is not None or self.o.record.accelerator is not None
+
+    def _kept_on_host(self, source: torch.Tensor, out: torch.Tensor) -> None:
+        """A ``.to(device)`` that left a host tensor on the host while an accelerator is in use:
+        where it was "moved", for a device mismatch it meets later (the device was read from a
+        module before the module moved)."""
+        if isinstance(source, torch.nn.Parameter) or is_lazy(source) or out is not source:
+            # Module.to's own no-op (it swaps parameters, and a lazy module's weight when it
+            # is made); a dtype cast made a new tensor
+            return
+        site = user_site("Tensor.to")
+        if site is not None:
+            self.o.provenance.record_kept(source, site)
 
     def _note_inflight(self, source: torch.Tensor, site: Site) -> None:
         """The pinned buffer a non_blocking copy reads later: on a real GPU with an event
