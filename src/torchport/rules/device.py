@@ -206,7 +206,9 @@ class TensorCreatedInForward(Rule):
 class CpuTensorThenMoved(Rule):
     """## What it does
     Flags a tensor built on the CPU and moved right away: `torch.zeros(...).to(device)` or
-    `torch.randn(...).cuda()`. `torchport run` also reports a host tensor that the same line
+    `torch.randn(...).cuda()`; also a table that `forward` computes with NumPy from sizes
+    alone (`torch.from_numpy(posenc(self.dim, n)).to(device)`) and copies at every call.
+    `torchport run` also reports a host tensor that the same line
     copies to the device at every step: a plain tensor attribute of a module, or one table
     (a diffusion schedule), unchanged since its last copy.
 

@@ -30,3 +30,19 @@ def greedy_decode(model, src, steps, device):
         mask = torch.nn.Transformer.generate_square_subsequent_mask(ys.size(1)).to(device)
         ys = torch.cat([ys, model(ys, mask)[:, -1:].argmax(-1)], dim=1)
     return ys
+
+
+def sinusoids(dim, length):
+    angles = np.arange(length)[:, None] / np.power(10000, np.arange(dim) / dim)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1).astype("float32")
+
+
+class RayEncoder(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, feats):
+        n_rays, n_samples, _ = feats.shape
+        table = torch.from_numpy(sinusoids(self.dim, n_samples)).to(feats.device).unsqueeze(0)
+        return feats + table

@@ -31,3 +31,13 @@ def greedy_decode(model, src, steps, device):
         mask = torch.nn.Transformer.generate_square_subsequent_mask(ys.size(1), device=device)
         ys = torch.cat([ys, model(ys, mask)[:, -1:].argmax(-1)], dim=1)
     return ys
+
+
+def featurize(values):
+    return (values - values.mean()) / (values.std() + 1e-6)
+
+
+class HostFeatures(torch.nn.Module):
+    def forward(self, x):
+        # computed from the input's values, not from sizes alone: nothing to keep
+        return torch.from_numpy(featurize(x.detach().cpu().numpy())).to(x.device)

@@ -172,6 +172,80 @@ def cpu_tensor_then_moved(a: Analysis) -> Iterator[Finding]:
             fix,
         )
     yield from _numpy_indices(a)
+    yield from _tables_in_forward(a)
+
+
+def _tables_in_forward(a: Analysis) -> Iterator[Finding]:
+    """``torch.from_numpy(posenc(self.dim, n)).to(device)`` in ``forward``: a table that a
+    helper of the file computes with NumPy from sizes alone (no tensor of the call), rebuilt
+    and copied to the device at every call."""
+    if "from_numpy" not in a.source:
+        return
+    for call, func in a.method_calls("to", "cuda"):
+        inner = _unviewed_call(func.value)
+        if inner is None or a.forward.get(call) is None:
+            continue
+        if a.qualname(inner.func) != "torch.from_numpy" or len(inner.args) != 1:
+            continue
+        made = inner.args[0]
+        if not isinstance(made, ast.Call):
+            continue
+        helper = a.own_callee(made)
+        if helper is None or not _sizes_only(a, made):
+            continue
+        yield R.CpuTensorThenMoved.finding(
+            f"`{a.name(inner)}` in `{a.forward[call]}` computes a table with NumPy from sizes "
+            "alone and copies it to the device at every call: build it once in `__init__` "
+            "and register it as a buffer (or cache it per size)",
+            a.loc(call),
+            Fix("compute the table once and keep it on the device as a buffer"),
+            related=(a.loc(helper),),
+        )
+
+
+def _unviewed_call(node: ast.expr) -> ast.Call | None:
+    """The call under ``.float()``/``.unsqueeze(0)``… (``torch.from_numpy(t).float()``)."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("float", "half", "double", "unsqueeze", "view", "reshape", "t")
+    ):
+        node = node.func.value
+    return node if isinstance(node, ast.Call) else None
+
+
+def _sizes_only(a: Analysis, call: ast.Call) -> bool:
+    """Whether every argument of ``call`` is a number, a size or a setting: a constant, an
+    attribute of ``self`` or of a config, or a name unpacked from a ``.shape``."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(arg, ast.Constant | ast.Attribute):
+            continue
+        if isinstance(arg, ast.Name):
+            bound = _shape_unpacking(a, arg)
+            if bound:
+                continue
+        return False
+    return True
+
+
+def _shape_unpacking(a: Analysis, name: ast.Name) -> bool:
+    """``n, k, _ = x.shape`` (or ``n = x.size(1)``, ``n = x.shape[1]``) binds ``name``."""
+    owner = a.function_of(name)
+    if owner is None:
+        return False
+    for node in walk_local(owner):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        if not any(isinstance(t, ast.Name) and t.id == name.id for t in names):
+            continue
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        is_shape = isinstance(value, ast.Attribute) and value.attr == "shape"
+        is_size = isinstance(value, ast.Call) and last_name(value.func) == "size"
+        return is_shape or is_size
+    return False
 
 
 def _numpy_indices(a: Analysis) -> Iterator[Finding]:
