@@ -1,7 +1,8 @@
 """One host tensor, unchanged, copied to the device by the same line at every step (TP104): a
 lookup table kept on the host. Never reported for a buffer refilled between its copies (in
 place, or through NumPy, which torch's version counter does not see), a pinned staging
-buffer, a tensor copied twice, or one copied once an epoch, many steps apart."""
+buffer, a tensor copied twice, or one copied once an epoch, many steps apart (a validation
+set, or a small dataset kept on the host, batch after batch)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def _copies(steps: int, how: str) -> list[tuple[int, tuple[int, ...]]]:
         buffer = torch.zeros(4)
         shared = torch.from_numpy(array)
         pinned = torch.zeros(4).pin_memory()
+        dataset = [torch.randn(4) for _ in range(3)]
         x = torch.randn(8, 4, device="cuda")
         total = torch.zeros((), device="cuda")
         for step in range(steps):
@@ -46,6 +48,10 @@ def _copies(steps: int, how: str) -> list[tuple[int, tuple[int, ...]]]:
                 total += shared.to("cuda").sum()
             elif how == "pinned":
                 total += pinned.to("cuda", non_blocking=True).sum()
+            elif how == "dataset":  # three batches kept on the host, one epoch a step here
+                for batch in dataset:
+                    weight = torch.ones(4, device="cuda", requires_grad=True)
+                    (batch.to("cuda") * weight).sum().backward()
             else:  # a validation set copied once an epoch, after the epoch's steps
                 for _ in range(4):
                     weight = torch.ones(4, device="cuda", requires_grad=True)
@@ -67,4 +73,5 @@ def test_a_refilled_buffer_a_pinned_one_two_copies_or_one_an_epoch_are_not() -> 
     assert _copies(4, "numpy") == []
     assert _copies(4, "pinned") == []
     assert _copies(4, "epoch") == []
+    assert _copies(4, "dataset") == []  # each batch copied once an epoch, three steps apart
     assert _copies(2, "table") == []

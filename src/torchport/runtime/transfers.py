@@ -382,9 +382,9 @@ class TransferHandlers:
         pinned: bool,
     ) -> None:
         """TP104 for one host tensor, unchanged since (its version counter says so), that the
-        same line copies to the device about as often as the program steps: a lookup table
-        kept on the host (a diffusion schedule read at every step). A validation set copied
-        once an epoch, many steps apart, is left alone."""
+        same line copies to the device MIN_MADE_THEN_MOVED times, at least every other step: a
+        lookup table kept on the host (a diffusion schedule read at every step). A dataset
+        copied once an epoch, batch after batch, is left alone."""
         if pinned or (origin is not None and origin.call in _SHARES_NUMPY):
             return  # a staging buffer, refilled in place (through NumPy: no version counter)
         if isinstance(source, torch.nn.Parameter):
@@ -396,17 +396,21 @@ class TransferHandlers:
             return
         copies = seen[3] + 1
         self._copies_of[source] = (site, version, seen[2], copies)
-        if step - seen[2] > 2 * copies:
-            return  # fewer copies than backward passes: once an epoch, not a step
-        self._copied_every_step(
+        if copies != MIN_MADE_THEN_MOVED or step - seen[2] > 2 * (copies - 1):
+            return  # not yet, or further apart than every other backward pass
+        made = f" (made at {origin})" if origin else ""
+        self.o.add(
+            CpuTensorThenMoved.finding(
+                f"the same host tensor{made}, unchanged, is copied to {dst} again at every "
+                f"step (seen {copies} times)",
+                site.location(),
+                Fix(
+                    "keep a copy on the device: move it once (or register it as a buffer of "
+                    "the module that reads it, so that model.to(device) moves it)"
+                ),
+                related=(origin.location(),) if origin is not None else (),
+            ),
             site,
-            f"the same host tensor{f' (made at {origin})' if origin else ''}, unchanged, is "
-            f"copied to {dst} again",
-            "keep a copy on the device: move it once (or register it as a buffer of the "
-            "module that reads it, so that model.to(device) moves it)",
-            (origin,)
-            if origin is not None and self._made_here[site] == MIN_MADE_THEN_MOVED - 1
-            else (),
         )
 
     def _attribute_moved(self, source: torch.Tensor, dst: torch.device, site: Site) -> bool:
