@@ -145,6 +145,8 @@ def cpu_tensor_then_moved(a: Analysis) -> Iterator[Finding]:
         q = a.qualname(inner.func)
         if q not in K.FACTORIES or keyword(inner, "device") is not None or call.keywords:
             continue
+        if q == "torch.as_tensor":
+            continue  # a view of host data (a NumPy array): one copy either way
         if keyword(inner, "generator") is not None:
             continue  # a seeded CPU generator draws on the CPU: `device=` would fail with it
         if func.attr == "cuda":
