@@ -108,7 +108,9 @@ class DeviceComparedToCuda(Rule):
 class LegacyTensorConstructor(Rule):
     """## What it does
     Flags the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
-    `torch.LongTensor(...)` and `torch.cuda.FloatTensor(...)`.
+    `torch.LongTensor(...)` and `torch.cuda.FloatTensor(...)`; and, in a file that runs on an
+    accelerator, a conversion to a CPU type (`targets.type(torch.LongTensor)`), which also
+    copies a device tensor to the host.
 
     ## Why is this bad?
     They tie the dtype and the device into a type name, ignore the default device, and
@@ -128,7 +130,8 @@ class LegacyTensorConstructor(Rule):
     For a typed constructor given a literal list, the fix uses `torch.tensor` with the same
     dtype: safe for `torch.cuda.*Tensor` (the device is spelled out), unsafe for the CPU ones
     (`torch.tensor` follows `torch.set_default_device`, the legacy type did not). Other forms
-    have no automatic fix.
+    have no automatic fix. A conversion to a CPU type becomes the cast that keeps the device
+    (`.long()`): unsafe, since the tensor then stays where it is.
     """
 
     code = "TP112"

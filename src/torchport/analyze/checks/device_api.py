@@ -13,7 +13,7 @@ from torchport.analyze.checks.settings import setting_default
 from torchport.analyze.edits import ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
 from torchport.analyze.walk import descendants
-from torchport.findings import Finding, Fix, Safety, Severity
+from torchport.findings import Edit, Finding, Fix, Safety, Severity
 from torchport.rules import device_api as R
 
 
@@ -242,6 +242,40 @@ def legacy_tensor_constructor(a: Analysis) -> Iterator[Finding]:
             fix,
             # its tensor follows the module or the device: the old spelling is all that is left
             severity=Severity.INFO if dtype and _follows_the_device(a, call) else None,
+        )
+    if a.uses_accelerator and "Tensor" in a.source:
+        yield from _legacy_casts(a)
+
+
+# the method that casts to each legacy type's dtype and keeps the device
+_CASTS = {
+    "FloatTensor": "float", "DoubleTensor": "double", "HalfTensor": "half",
+    "BFloat16Tensor": "bfloat16", "ByteTensor": "byte", "CharTensor": "char",
+    "ShortTensor": "short", "IntTensor": "int", "LongTensor": "long", "BoolTensor": "bool",
+}  # fmt: skip
+
+
+def _legacy_casts(a: Analysis) -> Iterator[Finding]:
+    """``targets.type(torch.LongTensor)`` in a file that runs on an accelerator: a CPU type,
+    so a device tensor is copied to the host (and meets device tensors there next)."""
+    for call, func in a.method_calls("type"):
+        if len(call.args) != 1 or call.keywords:
+            continue
+        arg = call.args[0]
+        name = arg.value if isinstance(arg, ast.Constant) else a.qualname(arg)
+        if not (isinstance(name, str) and _legacy_cpu_type(name)):
+            continue
+        cast = _CASTS[name.rsplit(".", 1)[-1]]
+        start, end = a.end(func.value), a.end(call)
+        yield R.LegacyTensorConstructor.finding(
+            f"`{a.name(call)}` converts to the CPU type `{name}`: on a GPU it also copies the "
+            f"tensor to the host; `.{cast}()` changes the dtype and keeps the device",
+            a.loc(call),
+            Fix(
+                f"use `.{cast}()`",
+                (Edit(start[0], start[1], end[0], end[1], f".{cast}()"),),
+                Safety.UNSAFE,
+            ),
         )
 
 
