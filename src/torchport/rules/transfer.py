@@ -350,8 +350,9 @@ class TimingWithoutSynchronize(Rule):
     Flags a clock read (`time.perf_counter()`, `time.time()`) that ends the timing of a model
     call on the accelerator with no synchronization since the call: no
     `torch.cuda.synchronize()`, no `.item()` or `.cpu()` in between. Also a callback's timer
-    that starts in one hook (`on_batch_start`) and stops in another (`on_batch_end`) with no
-    wait in either.
+    that starts in one hook (`on_batch_start`) and stops in another (`on_batch_end`), or a
+    per-layer timer started in a forward pre-hook and stopped in a forward hook, with no wait
+    in either.
 
     ## Why is this bad?
     CUDA runs asynchronously: the call returns once its kernels are queued. The clock then

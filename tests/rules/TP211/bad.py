@@ -52,3 +52,18 @@ class ThroughputMonitor:
     def on_train_batch_end(self, trainer, batch_idx):
         end = time.perf_counter()
         self.batch_times.append(end - self._start)
+
+
+class LayerTimer:
+    """Per-layer times from forward hooks, kept by module."""
+
+    def attach(self, model):
+        for layer in model.children():
+            layer.register_forward_pre_hook(self._pre)
+            layer.register_forward_hook(self._post)
+
+    def _pre(self, module, inputs):
+        self._start[module] = time.perf_counter()
+
+    def _post(self, module, inputs, output):
+        self.times[module] = time.perf_counter() - self._start.pop(module)

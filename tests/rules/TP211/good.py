@@ -84,3 +84,20 @@ class ThroughputMonitor:
         torch.cuda.synchronize()
         end = time.perf_counter()
         self.batch_times.append(end - self._start)
+
+
+class LayerTimer:
+    """Per-layer times from forward hooks, each read after waiting for the GPU."""
+
+    def attach(self, model):
+        for layer in model.children():
+            layer.register_forward_pre_hook(self._pre)
+            layer.register_forward_hook(self._post)
+
+    def _pre(self, module, inputs):
+        torch.cuda.synchronize()
+        self._start[module] = time.perf_counter()
+
+    def _post(self, module, inputs, output):
+        torch.cuda.synchronize()
+        self.times[module] = time.perf_counter() - self._start.pop(module)

@@ -342,26 +342,26 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
             continue
         stop_method = a.function_of(node)
         cls = a.class_of(stop_method) if stop_method is not None else None
-        if stop_method is None or cls is None or not is_self_attr(node.right):
+        holder = _timer_holder(node.right)
+        if stop_method is None or cls is None or holder is None:
             continue
-        start = node.right
         end = _clock_read(a, stop_method, node.left)
         if end is None:
             continue
-        assert isinstance(start, ast.Attribute)
         started = [
             stmt
             for method in cls.body
             if isinstance(method, ast.FunctionDef) and method is not stop_method
             for stmt in walk_local(method)
             if isinstance(stmt, ast.Assign)
-            and any(a.text(t) == a.text(start) for t in stmt.targets)
+            and any(_timer_holder(t, stored=True) == holder for t in stmt.targets)
             and _clock_read(a, method, stmt.value) is not None
         ]
         if len(started) != 1:
             continue
         start_method = a.function_of(started[0])
-        if not (_named(start_method, _STARTS) and _named(stop_method, _STOPS)):
+        named = _named(start_method, _STARTS) and _named(stop_method, _STOPS)
+        if not (named or _hooked_around_forward(a, start_method, stop_method)):
             continue  # hooks around a step (`on_batch_start` / `on_batch_end`), nothing else
         calls = [
             c
@@ -384,6 +384,34 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
             ),
             related=(a.loc(started[0]),),
         )
+
+
+def _timer_holder(node: ast.expr, stored: bool = False) -> str | None:
+    """``self._t0`` for ``self._t0``, ``self._start[module]`` or (read) ``self._start.pop(m)``:
+    the attribute of ``self`` that holds a timer's start."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    elif not stored and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value if node.func.attr in ("pop", "get") else node
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"self.{node.attr}" if node.value.id == "self" else None
+    return None
+
+
+def _hooked_around_forward(a: Analysis, start: ast.AST | None, stop: ast.AST | None) -> bool:
+    """``register_forward_pre_hook(self._pre)`` and ``register_forward_hook(self._post)``: the
+    two methods run before and after a module's forward (a per-layer timer)."""
+    names = {"register_forward_pre_hook": start, "register_forward_hook": stop}
+    found = 0
+    for registration, method in names.items():
+        if not isinstance(method, ast.FunctionDef):
+            return False
+        given = [call.args[0] for call, _ in a.method_calls(registration) if call.args]
+        found += any(
+            isinstance(g, ast.Attribute) and is_self_attr(g) and g.attr == method.name
+            for g in given
+        )
+    return found == 2
 
 
 def _clock_read(a: Analysis, method: ast.AST, value: ast.expr) -> ast.expr | None:
