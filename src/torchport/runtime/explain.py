@@ -182,6 +182,7 @@ class Explainer:
                 self.state_sites.made_at(_viewed(t), stack),
                 self._provenance.copied_at(t) if t.device.type == "cpu" else None,
                 self._provenance.kept_at(t) if t.device.type == "cpu" else None,
+                self.state_sites.holder_made_at(t) if t.device.type == "cpu" else None,
                 self._computed_in_unmoved(t, stack),
             )
         )
