@@ -568,3 +568,43 @@ class ScalerUpdatedBetweenSteps(Rule):
     code = "TP357"
     name = "scaler-updated-between-steps"
     severity = Severity.ERROR
+
+
+@register
+class GradScalerMadeAfterRestore(Rule):
+    """## What it does
+    Flags `self.scaler = GradScaler(...)` in the method that runs the training loop (it steps
+    the scaler there), in a class whose other method restores that scaler
+    (`self.scaler.load_state_dict(...)`).
+
+    ## Why is this bad?
+    A resumed run restores the checkpoint first and trains next: the training method then
+    makes a new scaler, and the restored one is dropped (or was never there to restore into).
+    The loss scale starts over at 65536, and the first steps after the resume may be skipped
+    while it falls back to where it was.
+
+    ## Example
+    ```python
+    def load_checkpoint(self, ckpt):
+        if self.scaler is not None:
+            self.scaler.load_state_dict(ckpt["scaler"])
+
+    def fit(self, batches):
+        self.scaler = torch.amp.GradScaler("cuda")
+        for x, y in batches:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    def __init__(self, ...):
+        self.scaler = torch.amp.GradScaler("cuda")
+    ```
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "TP327"
+    name = "grad-scaler-made-after-restore"
+    severity = Severity.WARNING

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_name
-from torchport.analyze.context import Func, walk_local
+from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import insert_at, replace_node
 from torchport.analyze.hot import rarely_runs
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -248,3 +248,60 @@ def grad_scaler_per_step(a: Analysis) -> Iterator[Finding]:
             a.loc(call),
             Fix("make the GradScaler once and keep it across steps"),
         )
+
+
+@detector(A.GradScalerMadeAfterRestore)
+def grad_scaler_made_after_restore(a: Analysis) -> Iterator[Finding]:
+    if not a.makes_scaler or "load_state_dict" not in a.source:
+        return
+    for call in a.call_named(*K.GRAD_SCALERS):
+        stmt = a.parents.get(call)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target = stmt.targets[0]
+        method = a.function_of(call)
+        cls = a.class_of(method) if method is not None else None
+        if not is_self_attr(target) or method is None or cls is None or method.name == "__init__":
+            continue
+        assert isinstance(target, ast.Attribute)
+        if not _steps_in_a_loop(method, target.attr):
+            continue  # made where it is not trained with: a setup step
+        restore = next(
+            (
+                c
+                for other in cls.body
+                if isinstance(other, ast.FunctionDef) and other is not method
+                for c in _calls_in(other)
+                if isinstance(c.func, ast.Attribute)
+                and c.func.attr == "load_state_dict"
+                and is_self_attr(c.func.value, target.attr)
+            ),
+            None,
+        )
+        if restore is None:
+            continue
+        yield A.GradScalerMadeAfterRestore.finding(
+            f"`{method.name}` makes a new GradScaler for `self.{target.attr}` before it trains, "
+            f"while `{a.name(restore)}` (line {restore.lineno}) restores that scaler from a "
+            "checkpoint: on a resumed run the restored loss scale is dropped; make the scaler "
+            "once, in `__init__`",
+            a.loc(call),
+            Fix("make the GradScaler in `__init__`, before any checkpoint is restored"),
+            related=(a.loc(restore),),
+        )
+
+
+def _steps_in_a_loop(method: Func, attr: str) -> bool:
+    """``self.<attr>.step(...)`` or ``.scale(...)`` inside a loop of ``method``."""
+    for loop in walk_local(method):
+        if not isinstance(loop, ast.For | ast.While):
+            continue
+        for node in ast.walk(loop):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("step", "scale")
+                and is_self_attr(node.func.value, attr)
+            ):
+                return True
+    return False
