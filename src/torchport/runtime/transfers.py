@@ -115,6 +115,8 @@ class TransferHandlers:
             out = _with_dtype(simtensor.to_host(tensor), dtype)
         else:
             out = self._run(func, args, kwargs)
+        if device is not None and out is tensor and tensor.is_cpu and self._accelerated():
+            self._kept_on_host(tensor)
         self._moved(tensor, out, non_blocking, "Tensor.to")
         return out
 
@@ -173,8 +175,6 @@ class TransferHandlers:
             return
         src, dst = source.device, out.device
         if src == dst:
-            if call == "Tensor.to" and src.type == "cpu" and self._accelerated():
-                self._kept_on_host(source, out)
             return
         site = user_site(call)
         if site is None:
@@ -208,13 +208,13 @@ class TransferHandlers:
     def _accelerated(self) -> bool:
         return self.o.sim is not None or self.o.record.accelerator is not None
 
-    def _kept_on_host(self, source: torch.Tensor, out: torch.Tensor) -> None:
+    def _kept_on_host(self, source: torch.Tensor) -> None:
         """A ``.to(device)`` that left a host tensor on the host while an accelerator is in use:
         where it was "moved", for a device mismatch it meets later (the device was read from a
         module before the module moved)."""
-        if isinstance(source, torch.nn.Parameter) or is_lazy(source) or out is not source:
-            # Module.to's own no-op (it swaps parameters, and a lazy module's weight when it
-            # is made); a dtype cast made a new tensor
+        if isinstance(source, torch.nn.Parameter) or is_lazy(source):
+            # Module.to's own no-op: it swaps parameters, and a lazy module's weight when it
+            # is made, which a weak reference to them would stop
             return
         site = user_site("Tensor.to")
         if site is not None:
