@@ -196,10 +196,7 @@ class StateSites:
         """Where the user's code made the module whose own parameter or buffer ``tensor`` is,
         among all the program made: a metric left on the host, whose ``update`` is no forward
         (so no running module names it)."""
-        for module, made in list(self._made.items()):
-            if any(v is tensor for v in _own_tensors(module)):
-                return made
-        return None
+        return self.made_at(tensor, list(self._made.keys()))
 
     def left_on_host_at(self, modules: list[nn.Module]) -> Site | None:
         """Where the innermost running module of the user's own class was made, when every

@@ -149,20 +149,20 @@ class Observer(TorchFunctionMode):
         self.accumulation = accumulate.Accumulation(self)
         self.deferred = halfrange.Deferred()  # TP355 on real CUDA tensors, read at the end
         # under --simulate: the program's autograd Functions' backward runs observed
-        self._backward: Patches | None = None
+        self._backward_patches: Patches | None = None
 
     def __enter__(self) -> Any:  # Any: watch.py takes it as an install step returning None
         super().__enter__()  # type: ignore[no-untyped-call]
         if not self.steady.installed:
             self.steady.install()
-        if self.sim is not None and self._backward is None:
-            self._backward = siminside.observe_backward(self)
+        if self.sim is not None and self._backward_patches is None:
+            self._backward_patches = siminside.observe_backward(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._backward is not None:
-            self._backward.restore()
-            self._backward = None
+        if self._backward_patches is not None:
+            self._backward_patches.restore()
+            self._backward_patches = None
         paused = self.steady.paused
         self.steady.close()
         if not paused:  # paused, the mode is off the stack already

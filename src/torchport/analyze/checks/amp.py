@@ -404,7 +404,7 @@ def _dtypes_aligned(a: Analysis, fn: ast.AST, product: ast.AST) -> bool:
     if factors is None:
         return False
     left, right = factors
-    to_left, to_right = _cast_to(fn, left), _cast_to(fn, right)
+    to_left, to_right = _cast_to(a, fn, left), _cast_to(a, fn, right)
     if to_left is not None and to_left in (_held(right), to_right):
         return True
     return to_right is not None and to_right == _held(left)
@@ -432,7 +432,7 @@ def _held(expr: ast.expr) -> str | None:
     return base.id if isinstance(base, ast.Name) else None
 
 
-def _cast_to(fn: ast.AST, expr: ast.expr, follow: bool = True) -> str | None:
+def _cast_to(a: Analysis, fn: ast.AST, expr: ast.expr, follow: bool = True) -> str | None:
     """The tensor whose dtype ``expr`` is cast to: ``x.to(h.dtype)``, ``x.type_as(h)``, or a
     name every assignment of ``fn`` binds to such a cast."""
     base = _unviewed(expr)
@@ -445,15 +445,8 @@ def _cast_to(fn: ast.AST, expr: ast.expr, follow: bool = True) -> str | None:
         return None
     if not (follow and isinstance(base, ast.Name)):
         return None
-    values = [
-        node.value
-        for node in walk_local(fn)
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and node.targets[0].id == base.id
-    ]
-    found = {_cast_to(fn, value, follow=False) for value in values}
+    values = [value for _, value in a.assignments(fn).get(base.id, [])]
+    found = {_cast_to(a, fn, value, follow=False) for value in values}
     return found.pop() if len(found) == 1 and None not in found else None
 
 

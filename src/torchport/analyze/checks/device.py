@@ -222,11 +222,8 @@ def _sizes_only(a: Analysis, call: ast.Call) -> bool:
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         if isinstance(arg, ast.Constant | ast.Attribute):
             continue
-        if isinstance(arg, ast.Name):
-            bound = _shape_unpacking(a, arg)
-            if bound:
-                continue
-        return False
+        if not (isinstance(arg, ast.Name) and _shape_unpacking(a, arg)):
+            return False
     return True
 
 

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector, last_name
-from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.checks.values import assigned_name, assigned_value
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
@@ -177,8 +177,8 @@ def padded_evaluation_sampler(a: Analysis) -> Iterator[Finding]:
         if isinstance(drop_last, ast.Constant) and drop_last.value is True:
             continue  # drops the remainder instead of padding
         owner = a.function_of(sampler)
-        name = _bound(a, sampler)
-        if owner is None or name is None or not _evaluates_with(a, owner, name):
+        name = assigned_name(a, sampler)
+        if owner is None or name is None or not _evaluates_with(a, owner, name.id):
             continue
         summed = next(
             (
@@ -204,14 +204,6 @@ def padded_evaluation_sampler(a: Analysis) -> Iterator[Finding]:
             ),
             related=(a.loc(summed),),
         )
-
-
-def _bound(a: Analysis, call: ast.Call) -> str | None:
-    stmt = a.parents.get(call)
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        target = stmt.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
-    return None
 
 
 def _evaluates_with(a: Analysis, owner: Func, sampler: str) -> bool:
