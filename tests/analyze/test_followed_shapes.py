@@ -837,3 +837,35 @@ def test_a_shard_metric_named_before_it_is_returned_is_followed_without_ddp() ->
     assert _lines(bad, "TP414") == [_line_of(bad, "accuracy = hits")]
     good = SHARD_EVALUATION.format(reduce="dist.all_reduce(hits); dist.all_reduce(seen)")
     assert _lines(good, "TP414") == []
+
+
+SUMMED_EPOCH_LOSS = """
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def reduce_tensor(inp):
+    reduced = inp.clone()
+    dist.all_reduce(reduced)
+    return reduced  # returned
+
+
+def train_one_epoch(model, loader, device):
+    loss_sum = torch.zeros((), device=device)
+    for x, y in loader:
+        loss_sum += F.cross_entropy(model(x.to(device)), y.to(device)).detach()
+    return reduce_tensor(loss_sum / len(loader))
+
+
+def main(model, loader, device, history):
+    avg_loss = train_one_epoch(model, loader, device)
+    history.append({logged})
+"""
+
+
+def test_a_summed_mean_is_followed_through_the_function_that_returns_it() -> None:
+    bad = SUMMED_EPOCH_LOSS.format(logged="avg_loss.item()")
+    assert _lines(bad, "TP421") == [_line_of(bad, "# returned")]
+    good = SUMMED_EPOCH_LOSS.format(logged="avg_loss.item() / dist.get_world_size()")
+    assert _lines(good, "TP421") == []

@@ -624,3 +624,43 @@ class PaddedEvaluationSampler(Rule):
     code = "TP420"
     name = "padded-evaluation-sampler"
     severity = Severity.WARNING
+
+
+@register
+class SummedMeanNotAveraged(Rule):
+    """## What it does
+    Flags `dist.all_reduce` summing (its default operation) a mean, a loss or a ratio that
+    each process computed, where nothing divides the sum by the number of processes
+    afterwards: in the function that reduces it, or, for a helper that returns the sum, at
+    the calls that hand it a mean.
+
+    ## Why is this bad?
+    The sum of every process's mean is the world size times the mean. The logged loss or
+    accuracy, a best-checkpoint test or an early stop that reads it changes with the number
+    of GPUs, and it is wrong on any number but one.
+
+    ## Example
+    ```python
+    def reduce_tensor(t):
+        reduced = t.clone()
+        dist.all_reduce(reduced)
+        return reduced
+
+    print(reduce_tensor(loss.detach()).item())
+    ```
+
+    ## Use instead
+    ```python
+    dist.all_reduce(reduced, op=dist.ReduceOp.AVG)  # or divide by dist.get_world_size()
+    ```
+
+    ## Fix safety
+    No automatic fix: a helper that returns the sum may be meant for counts too.
+
+    ## References
+    - [HRNet/HRNet-Semantic-Segmentation#34](https://github.com/HRNet/HRNet-Semantic-Segmentation/issues/34)
+    """
+
+    code = "TP421"
+    name = "summed-mean-not-averaged"
+    severity = Severity.WARNING

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze.checks.base import Analysis, detector, last_name
-from torchport.analyze.checks.values import assigned_name, assigned_value
+from torchport.analyze.checks.values import assigned_name, assigned_value, is_parameter
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Finding, Fix
@@ -226,4 +226,160 @@ def _evaluates_with(a: Analysis, owner: Func, sampler: str) -> bool:
         )
         if not backward:
             return True
+    return False
+
+
+_ALL_REDUCE = "torch.distributed.all_reduce"
+# Losses whose default reduction is the mean over the batch.
+_MEAN_LOSSES = frozenset(
+    {
+        "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+        "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    }
+)  # fmt: skip
+# Calls that keep the value they are made on (or given): a copy, a detach, a cast.
+_KEEPING = frozenset({"clone", "detach", "float", "double", "to", "tensor", "as_tensor", "cuda"})
+_DIVIDING = frozenset({"div", "div_", "divide", "true_divide", "mul_"})
+
+
+@detector(R.SummedMeanNotAveraged)
+def summed_mean_not_averaged(a: Analysis) -> Iterator[Finding]:
+    if "all_reduce" not in a.source:
+        return
+    for call in a.call_named(_ALL_REDUCE):
+        target = call.args[0] if call.args else keyword(call, "tensor")
+        owner = a.function_of(call)
+        if not isinstance(target, ast.Name) or owner is None or not _sums(a, call):
+            continue
+        if _divided_after(owner, target.id, call.lineno):
+            continue
+        origin = _origin(a, target, call.lineno)
+        if origin is not None and _a_mean(a, origin):
+            yield _summed_mean(a, call, call, origin)
+            continue
+        if not (isinstance(origin, ast.Name) and is_parameter(owner, origin.id)):
+            continue
+        back = next(
+            (
+                n
+                for n in walk_local(owner)
+                if isinstance(n, ast.Return)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == target.id
+                and n.lineno > call.lineno
+            ),
+            None,
+        )
+        given = _given_a_mean(a, owner, origin.id) if back is not None else None
+        if back is not None and given is not None:
+            yield _summed_mean(a, back, call, given)
+
+
+def _summed_mean(a: Analysis, at: ast.AST, call: ast.Call, mean: ast.expr) -> Finding:
+    return R.SummedMeanNotAveraged.finding(
+        f"`{a.name(call)}` sums `{a.name(mean)}` over the processes and nothing divides it by "
+        "their number: the result is the world size times the mean",
+        a.loc(at),
+        Fix("all_reduce with op=dist.ReduceOp.AVG, or divide by dist.get_world_size()"),
+        related=tuple(a.loc(n) for n in (call, mean) if n is not at),
+    )
+
+
+def _sums(a: Analysis, call: ast.Call) -> bool:
+    """Whether the all_reduce sums: no ``op``, or ``ReduceOp.SUM``."""
+    op = keyword(call, "op") or (call.args[1] if len(call.args) > 1 else None)
+    return op is None or (isinstance(op, ast.Attribute) and op.attr == "SUM")
+
+
+def _divided_after(owner: Func, name: str, line: int) -> bool:
+    """Whether ``owner`` divides what ``name`` holds at or after ``line`` (``name /
+    world_size``, ``name /= n``, ``name.div_(n)``, ``name.item() / n``)."""
+    for node in walk_local(owner):
+        if getattr(node, "lineno", 0) < line:
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div | ast.FloorDiv):
+            divided: ast.AST = node.left
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div | ast.FloorDiv):
+            divided = node.target
+        elif isinstance(node, ast.Call) and last_name(node.func) in _DIVIDING:
+            divided = node.func
+        else:
+            continue
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(divided)):
+            return True
+    return False
+
+
+def _origin(a: Analysis, value: ast.expr, line: int, depth: int = 3) -> ast.expr | None:
+    """What ``value`` copies, through ``.clone()``, ``.detach()``, casts, ``torch.tensor(...)``
+    and the last plain assignment above ``line`` of a name; a name assigned nothing (a
+    parameter) is itself."""
+    while isinstance(value, ast.Call) and last_name(value.func) in _KEEPING:
+        func = value.func
+        if isinstance(func, ast.Attribute) and not (
+            isinstance(func.value, ast.Name) and func.value.id == "torch"
+        ):
+            value = func.value
+        elif value.args:
+            value = value.args[0]
+        else:
+            return None
+    if not isinstance(value, ast.Name) or depth == 0:
+        return value
+    assigned = assigned_value(a, value, line)
+    return value if assigned is None else _origin(a, assigned, line, depth - 1)
+
+
+def _a_mean(a: Analysis, value: ast.expr) -> bool:
+    """A mean, a ratio or a mean loss that each process computes for itself; a ratio whose
+    divisor names the world size is already a share of the sum."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div):
+        return not any(w in a.text(value.right).lower() for w in ("world", "size", "gpu", "proc"))
+    if not isinstance(value, ast.Call):
+        return False
+    name = last_name(value.func)
+    if name == "mean":
+        return True
+    if name in _MEAN_LOSSES or any(w in (name or "").lower() for w in ("criterion", "loss")):
+        reduction = keyword(value, "reduction")
+        return not (isinstance(reduction, ast.Constant) and reduction.value != "mean")
+    return False
+
+
+def _given_a_mean(a: Analysis, helper: Func, param: str) -> ast.expr | None:
+    """A mean a same-file call hands ``helper`` as ``param``, where the caller does not
+    divide what the helper returns (nor its own callers, when it returns that)."""
+    for call in a.calls:
+        if a.own_callee(call) is not helper:
+            continue
+        value = _given_at(a, call, helper, param)
+        if value is None:
+            continue
+        value = _origin(a, value, call.lineno)
+        if value is None or not _a_mean(a, value) or _result_divided(a, call, 1):
+            continue
+        return value
+    return None
+
+
+def _given_at(a: Analysis, call: ast.Call, helper: Func, param: str) -> ast.expr | None:
+    params = [p.arg for p in [*helper.args.posonlyargs, *helper.args.args] if p.arg != "self"]
+    if param in params and params.index(param) < len(call.args):
+        return call.args[params.index(param)]
+    return keyword(call, param)
+
+
+def _result_divided(a: Analysis, call: ast.Call, depth: int) -> bool:
+    """Whether what ``call`` returns gets divided: at once, through the name it is assigned
+    to, or (``depth`` levels up) by the callers of a function that returns it."""
+    parent = a.parents.get(call)
+    if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div) and parent.left is call:
+        return True
+    owner = a.function_of(call)
+    name = assigned_name(a, call)
+    if owner is not None and name is not None:
+        return _divided_after(owner, name.id, call.lineno)
+    if isinstance(parent, ast.Return) and owner is not None and depth > 0:
+        callers = [c for c in a.calls if a.own_callee(c) is owner]
+        return not callers or any(_result_divided(a, c, depth - 1) for c in callers)
     return False
