@@ -333,6 +333,8 @@ def _object_methods(ctx: FileContext, func: ast.Attribute) -> list[Func]:
         return []
     classes = [cls for name, cls in ctx.classes.items() if name not in ctx.dataset_classes]
     receiver = ctx.info(func.value)
+    if receiver is not None and receiver.kind in (K.TENSOR, K.NDARRAY):
+        return []  # ``F.mse_loss(...).mean(1)``: a tensor's method, not a meter's ``mean``
     made = receiver.cls if receiver is not None else _constructed(ctx, func.value)
     if made is not None:
         classes = [cls for cls in classes if cls.name == made]

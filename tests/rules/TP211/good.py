@@ -101,3 +101,39 @@ class LayerTimer:
     def _post(self, module, inputs, output):
         torch.cuda.synchronize()
         self.times[module] = time.perf_counter() - self._start.pop(module)
+
+
+class LatencyMeter:
+    """CUDA events on the GPU; the host clock only where there is no GPU."""
+
+    def __init__(self, device):
+        self.use_events = device.type == "cuda"
+        self.samples = []
+
+    def start(self):
+        if self.use_events:
+            self._begin = torch.cuda.Event(enable_timing=True)
+            self._begin.record()
+        else:
+            self._t0 = time.perf_counter()
+
+    def stop(self):
+        if self.use_events:
+            done = torch.cuda.Event(enable_timing=True)
+            done.record()
+            self.samples.append((self._begin, done))
+        else:
+            self.samples.append(time.perf_counter() - self._t0)
+
+
+def latency(model, batch, use_events):
+    if use_events:
+        begin, done = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        model(batch)
+        done.record()
+        torch.cuda.synchronize()
+        return begin.elapsed_time(done) / 1000
+    t0 = time.perf_counter()
+    model(batch)
+    return time.perf_counter() - t0

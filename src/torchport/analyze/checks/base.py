@@ -203,7 +203,7 @@ class Analysis(FileContext):
         return any(
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
-            and node.value.lstrip()[:3].lower() in _DEVICE_HEADS  # before the costlier parse
+            and node.value[:32].lstrip()[:3].lower() in _DEVICE_HEADS  # before the costlier parse
             and device_place(node.value) is Place.DEVICE
             for node in self.of_type(ast.Constant)
         )

@@ -311,6 +311,8 @@ def timing_without_synchronize(a: Analysis) -> Iterator[Finding]:
             model = next((c for c in calls if _timed_work(a, c, owner)), None)
             if model is None or any(_waits(a, c) for c in calls):
                 continue
+            if _events_time_the_other_branch(a, end):
+                continue
             yield R.TimingWithoutSynchronize.finding(
                 f"`{a.name(end)}` reads the clock after `{a.name(model)}` (line {model.lineno}) "
                 "without waiting for the GPU: CUDA calls return once queued, so this times the "
@@ -370,7 +372,7 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
             for c in walk_local(method)
             if isinstance(c, ast.Call)
         ]
-        if any(_waits(a, c) for c in calls):
+        if any(_waits(a, c) for c in calls) or _events_time_the_other_branch(a, end):
             continue
         yield R.TimingWithoutSynchronize.finding(
             f"`{a.name(end)}` ends a timer started in another method (line "
@@ -384,6 +386,46 @@ def _split_timers(a: Analysis) -> Iterator[Finding]:
             ),
             related=(a.loc(started[0]),),
         )
+
+
+def _events_time_the_other_branch(a: Analysis, clock: ast.AST) -> bool:
+    """``if use_events: start.record() ... else: t0 = time.perf_counter()`` (or an ``if``
+    that records events and returns before the clock): the clock times the host fallback,
+    and CUDA events time the device."""
+    child = clock
+    for up in a.ancestors(clock):
+        if isinstance(up, ast.If) and child is not up.test:
+            other = up.orelse if child in up.body else up.body
+            if _records_events(other):
+                return True
+        for block in _blocks_of(up):
+            if child in block:
+                before = block[: block.index(child)]  # type: ignore[arg-type]
+                if any(
+                    isinstance(s, ast.If) and _returns(s.body) and _records_events(s.body)
+                    for s in before
+                ):
+                    return True
+        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = up
+    return False
+
+
+def _blocks_of(node: ast.AST) -> list[list[ast.stmt]]:
+    return [b for b in (getattr(node, f, None) for f in ("body", "orelse")) if isinstance(b, list)]
+
+
+def _returns(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Return | ast.Raise)
+
+
+def _records_events(body: list[ast.stmt]) -> bool:
+    return any(
+        isinstance(n, ast.Call) and last_name(n.func) in ("Event", "record")
+        for stmt in body
+        for n in ast.walk(stmt)
+    )
 
 
 def _timer_holder(node: ast.expr, stored: bool = False) -> str | None:

@@ -36,6 +36,7 @@ MODULE_TENSORS = frozenset(
      "bias_ih_l0", "bias_hh_l0", "in_proj_weight", "in_proj_bias", "pe"}
 )  # fmt: skip
 DEVICE_LITERALS = ("cuda", "mps", "xpu", "npu", "hpu", "cpu", "meta")
+_LONGEST_DEVICE = 32  # "cuda:0" with room for a large index and stray spaces
 OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
     ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -125,6 +126,8 @@ def _evaluate(ip: Interp, fr: Frame, expr: ast.expr) -> Val:
 
 def device_place(text: str) -> Place | None:
     """Where a device string points (``"cuda:0"`` -> DEVICE, ``"cpu"`` -> HOST), if it is one."""
+    if len(text) > _LONGEST_DEVICE:
+        return None  # a docstring: not copied to be split, stripped and lowered
     head = text.split(":", maxsplit=1)[0].strip().lower()
     if head not in DEVICE_LITERALS:
         return None
