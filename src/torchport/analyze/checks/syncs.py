@@ -400,7 +400,7 @@ def _events_time_the_other_branch(a: Analysis, clock: ast.AST) -> bool:
                 return True
         for block in _blocks_of(up):
             if child in block:
-                before = block[: block.index(child)]  # type: ignore[arg-type]
+                before = block[: block.index(child)]
                 if any(
                     isinstance(s, ast.If) and _returns(s.body) and _records_events(s.body)
                     for s in before
