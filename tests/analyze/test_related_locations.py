@@ -126,3 +126,28 @@ def test_a_sampler_without_set_epoch_points_at_the_epoch_loop() -> None:
     [found] = [f for f in analyze(source, "t.py", lambda c: True) if f.code == "TP403"]
     assert found.location is not None and found.location.line == 6
     assert [r.line for r in found.related] == [12]
+
+
+def test_a_bce_loss_under_autocast_points_at_where_the_loss_was_made() -> None:
+    from torchport.analyze.engine import analyze
+
+    source = textwrap.dedent(
+        """\
+        import torch
+        from torch import nn
+
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model.cuda()
+                self.loss_fn = nn.BCELoss()
+
+            def step(self, x, y):
+                with torch.autocast("cuda"):
+                    loss = self.loss_fn(torch.sigmoid(self.model(x)), y)
+                return loss
+        """
+    )
+    [found] = [f for f in analyze(source, "t.py", lambda c: True) if f.code == "TP322"]
+    assert found.location is not None and found.location.line == 12
+    assert [r.line for r in found.related] == [8]

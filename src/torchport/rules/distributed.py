@@ -664,3 +664,44 @@ class SummedMeanNotAveraged(Rule):
     code = "TP421"
     name = "summed-mean-not-averaged"
     severity = Severity.WARNING
+
+
+@register
+class LoadRacesRankZeroSave(Rule):
+    """## What it does
+    Flags a `torch.load(path)` that every process runs after a `torch.save(..., path)` that
+    only rank 0 runs (under a rank check), in a distributed script that never calls
+    `dist.barrier()`.
+
+    ## Why is this bad?
+    Nothing makes the other processes wait for rank 0 to finish writing. They read the file
+    while it is being written (a truncated or half-pickled checkpoint: `EOFError`, "unpickling
+    stack underflow"), before it exists, or the previous epoch's copy, so each rank may end
+    with different weights. It fails now and then, which makes it hard to trace.
+
+    ## Example
+    ```python
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), best_path)
+    ...
+    model.module.load_state_dict(torch.load(best_path, map_location=device))
+    ```
+
+    ## Use instead
+    ```python
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), best_path)
+    dist.barrier()  # every process waits until the file is written
+    model.module.load_state_dict(torch.load(best_path, map_location=device))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [huggingface/transformers#10685](https://github.com/huggingface/transformers/pull/10685)
+    """
+
+    code = "TP422"
+    name = "load-races-rank-zero-save"
+    severity = Severity.WARNING

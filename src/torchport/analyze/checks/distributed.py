@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.values import assigned_value, is_parameter, made_at, rebinds
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import replace_node
@@ -489,3 +489,104 @@ def _may_use_nccl(a: Analysis) -> bool:
         isinstance(n, ast.Constant) and isinstance(n.value, str) and "nccl" in n.value
         for n in a.of_type(ast.Constant)
     )
+
+
+@detector(R.LoadRacesRankZeroSave)
+def load_races_rank_zero_save(a: Analysis) -> Iterator[Finding]:
+    if not any(a.call_named(_INIT, _DDP)):
+        return
+    saves = [
+        (call, path)
+        for call in a.call_named("torch.save")
+        if (path := _saved_to(call)) is not None and _rank_zero_only(a, call)
+    ]
+    if not saves:
+        return
+    for load in a.call_named("torch.load"):
+        path = load.args[0] if load.args else keyword(load, "f")
+        owner = a.function_of(load)
+        if path is None or owner is None or _rank_zero_only(a, load):
+            continue
+        above = _called_above(a, owner, load.lineno)
+        save = next(
+            (
+                s
+                for s, p in saves
+                if a.text(p) == a.text(path) and _unwaited(a, s, load, owner, above)
+            ),
+            None,
+        )
+        if save is None:
+            continue
+        yield R.LoadRacesRankZeroSave.finding(
+            f"`{a.name(load)}` runs on every process, while only rank 0 writes "
+            f"`{a.text(path)}` (line {save.lineno}) and nothing waits for it: the other ranks "
+            "may read a file half written, missing or stale",
+            a.loc(load),
+            Fix("call dist.barrier() after the rank-0 save, before loading"),
+            related=(a.loc(save),),
+        )
+
+
+_INIT = "torch.distributed.init_process_group"
+
+
+def _saved_to(save: ast.Call) -> ast.expr | None:
+    return save.args[1] if len(save.args) > 1 else keyword(save, "f")
+
+
+def _rank_zero_only(a: Analysis, call: ast.Call) -> bool:
+    return any(_is_guard(a, up) for up in a.ancestors(call)) or _returned_unless_main(a, call)
+
+
+def _unwaited(a: Analysis, save: ast.Call, load: ast.Call, owner: Func, above: set[Func]) -> bool:
+    """Whether ``save`` runs before ``load`` (above it in the same function, or in a function
+    called above it) with no ``barrier()`` between: after the save in its function, above
+    the load in its own, or in a function called above the load."""
+    holder = a.function_of(save)
+    if holder is owner:
+        if save.lineno > load.lineno:
+            return False
+        return not _barrier_in(owner, save.lineno, load.lineno)
+    if holder is None or holder not in above:
+        return False
+    return not (
+        _barrier_in(holder, save.lineno, None)
+        or _barrier_in(owner, 0, load.lineno)
+        or any(_barrier_in(f, 0, None) for f in above)
+    )
+
+
+def _barrier_in(func: Func, after: int, before: int | None) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and last_name(n.func) == "barrier"
+        and after < n.lineno
+        and (before is None or n.lineno < before)
+        for n in walk_local(func)
+    )
+
+
+def _called_above(a: Analysis, owner: Func, line: int) -> set[Func]:
+    """The same-file functions that ``owner`` calls above ``line``, and those they call (two
+    calls deep)."""
+    reached: set[Func] = set()
+    todo = [
+        (callee, 1)
+        for c in walk_local(owner)
+        if isinstance(c, ast.Call)
+        and c.lineno < line
+        and (callee := _same_file_callee(a, c, owner)) is not None
+    ]
+    while todo:
+        func, depth = todo.pop()
+        if func in reached:
+            continue
+        reached.add(func)
+        if depth > 0:
+            todo += [
+                (callee, depth - 1)
+                for c in walk_local(func)
+                if isinstance(c, ast.Call) and (callee := _same_file_callee(a, c, func)) is not None
+            ]
+    return reached

@@ -12,6 +12,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.dtype import autocast_blocks
 from torchport.analyze.checks.values import assigned_value, module_value
+from torchport.analyze.context import is_self_attr
 from torchport.analyze.edits import replace_node
 from torchport.analyze.hot import reached_from
 from torchport.analyze.infer import OF_VALUE, keyword
@@ -166,13 +167,32 @@ def binary_cross_entropy_under_autocast(a: Analysis) -> Iterator[Finding]:
             if module is None or module.cls != "BCELoss":
                 continue
             what = f"`{a.name(call)}` (an nn.BCELoss)"
+        made = _loss_made_at(a, call)
         yield A.BinaryCrossEntropyUnderAutocast.finding(
             f"{what} runs under the autocast block at line {blocks[0].lineno}: CUDA autocast "
             "refuses binary cross-entropy (unsafe in float16); use "
             "binary_cross_entropy_with_logits (BCEWithLogitsLoss) on the logits",
             a.loc(call),
             Fix("drop the sigmoid and use F.binary_cross_entropy_with_logits"),
+            related=() if made is None else (a.loc(made),),
         )
+
+
+def _loss_made_at(a: Analysis, call: ast.Call) -> ast.expr | None:
+    """The ``nn.BCELoss()`` that ``self.loss_fn(...)`` or ``criterion(...)`` calls, where the
+    file makes it: the line to change to ``BCEWithLogitsLoss``."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        made = assigned_value(a, func, call.lineno)
+    elif is_self_attr(func):
+        assert isinstance(func, ast.Attribute)
+        owner = a.function_of(call)
+        cls = a.class_of(owner) if owner is not None else None
+        found = a.attr_assignments(cls).get(func.attr, []) if cls is not None else []
+        made = found[-1][1] if found else None
+    else:
+        made = None
+    return made if isinstance(made, ast.Call) else None
 
 
 def _on_cuda(call: ast.Call) -> bool:
