@@ -869,3 +869,34 @@ def test_a_summed_mean_is_followed_through_the_function_that_returns_it() -> Non
     assert _lines(bad, "TP421") == [_line_of(bad, "# returned")]
     good = SUMMED_EPOCH_LOSS.format(logged="avg_loss.item() / dist.get_world_size()")
     assert _lines(good, "TP421") == []
+
+
+REPLICATED_TABLE = """
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, device, dim=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.table = torch.randn(64, dim).to(device)  # the table
+
+    def forward(self, x):
+        return self.proj(x) + self.table{read}[: x.size(1)]
+
+
+def main():
+    device = torch.device("cuda")
+    model = nn.DataParallel(Encoder(device).to(device))
+    return model
+"""
+
+
+def test_a_device_tensor_attribute_under_data_parallel_is_not_replicated() -> None:
+    bad = REPLICATED_TABLE.format(read="")
+    assert _lines(bad, "TP105") == [_line_of(bad, "# the table")]
+    good = REPLICATED_TABLE.format(read=".to(x.device)")
+    assert _lines(good, "TP105") == []
+    single = bad.replace("nn.DataParallel(", "(")
+    assert _lines(single, "TP105") == []

@@ -244,11 +244,15 @@ class TensorAttributeNotBuffer(Rule):
     `__init__` of an `nn.Module` (or of a layer subclass such as `class BinaryConv(nn.Conv2d)`),
     or in a method `__init__` calls (`self.set_schedule(...)`); also
     `setattr(self, f"pos_embed{i}", table)` of a tensor made on the CPU (a warning: the name is
-    built at run time, so whether `forward` moves it is not known).
+    built at run time, so whether `forward` moves it is not known). In a file that wraps its
+    model in `nn.DataParallel`, a plain tensor attribute put on the device in `__init__`
+    (`self.table = make_table().to(device)`) is flagged too, unless every read moves it.
 
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers only: the plain tensor stays on the CPU
     and the forward pass fails with a device mismatch. It is also missing from `state_dict()`.
+    `nn.DataParallel` copies parameters and buffers to each GPU for its replicas, but not a
+    plain attribute: the replicas on the other GPUs meet it on the first one.
 
     ## Example
     ```python

@@ -296,11 +296,16 @@ def _self_assignments(a: Analysis) -> Iterator[tuple[ast.Assign, ast.Attribute, 
 
 @detector(R.TensorAttributeNotBuffer)
 def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
+    replicated = any(a.call_named("torch.nn.DataParallel"))
     for stmt, target, name in _self_assignments(a):
         func = a.function_of(stmt)
         if func is None or not _set_up(a, func):
             continue
         value = stmt.value
+        if isinstance(value, ast.Call) and replicated and _on_device(a, value):
+            if not _moved_where_read(a, func, target.attr):
+                yield _not_replicated(a, stmt, target, name, func)
+            continue
         if isinstance(value, ast.Call):
             if not _made_on_host(a, value):
                 continue
@@ -327,6 +332,41 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
             ),
         )
     yield from _setattr_tensors(a)
+
+
+def _on_device(a: Analysis, value: ast.Call) -> bool:
+    info = a.info(value)
+    return info is not None and info.kind == K.TENSOR and info.device == "accel"
+
+
+def _moved_where_read(a: Analysis, func: Func, attr: str) -> bool:
+    """``self.<attr>.to(x.device)`` (or ``.type_as(x)``) wherever the class reads it."""
+    cls = a.class_of(func)
+    reads = [
+        n
+        for n in (ast.walk(cls) if cls is not None else ())
+        if is_self_attr(n, attr) and isinstance(getattr(n, "ctx", None), ast.Load)
+    ]
+    return bool(reads) and all(
+        isinstance(up := a.parents.get(n), ast.Attribute) and up.attr in ("to", "type_as", "cuda")
+        for n in reads
+    )
+
+
+def _not_replicated(
+    a: Analysis, stmt: ast.Assign, target: ast.Attribute, name: str, func: Func
+) -> Finding:
+    """A plain tensor attribute put on the device in set-up, in a file that wraps its model
+    in ``nn.DataParallel``: each replica gets the parameters and buffers copied to its GPU,
+    and this tensor as it is, on the first GPU."""
+    return R.TensorAttributeNotBuffer.finding(
+        f"`self.{target.attr}` in `{name}.{func.name}` is a plain tensor attribute on the "
+        "device: nn.DataParallel copies parameters and buffers to each GPU, not this, so the "
+        "replicas on the other GPUs meet it on the first one; use "
+        f'`self.register_buffer("{target.attr}", ...)`',
+        a.loc(stmt),
+        Fix(f'register it: `self.register_buffer("{target.attr}", ...)`'),
+    )
 
 
 def _setattr_tensors(a: Analysis) -> Iterator[Finding]:
