@@ -345,7 +345,7 @@ def _moved_where_read(a: Analysis, func: Func, attr: str) -> bool:
     reads = [
         n
         for n in (ast.walk(cls) if cls is not None else ())
-        if is_self_attr(n, attr) and isinstance(getattr(n, "ctx", None), ast.Load)
+        if isinstance(n, ast.Attribute) and is_self_attr(n, attr) and isinstance(n.ctx, ast.Load)
     ]
     return bool(reads) and all(
         isinstance(up := a.parents.get(n), ast.Attribute) and up.attr in ("to", "type_as", "cuda")
