@@ -206,8 +206,10 @@ class TensorCreatedInForward(Rule):
 class CpuTensorThenMoved(Rule):
     """## What it does
     Flags a tensor built on the CPU and moved right away: `torch.zeros(...).to(device)` or
-    `torch.randn(...).cuda()`; also a table that `forward` computes with NumPy from sizes
-    alone (`torch.from_numpy(posenc(self.dim, n)).to(device)`) and copies at every call.
+    `torch.randn(...).cuda()`; also a table that `forward` computes from sizes alone, with
+    NumPy (`torch.from_numpy(posenc(self.dim, n)).to(device)`) or in a helper of the file
+    that calls torch factories without `device=` (`coords_grid(n, h, w).to(x.device)`), and
+    copies at every call.
     `torchport run` also reports a host tensor that the same line
     copies to the device at every step: a plain tensor attribute of a module, or one table
     (a diffusion schedule), unchanged since its last copy.

@@ -46,3 +46,21 @@ class RayEncoder(torch.nn.Module):
         n_rays, n_samples, _ = feats.shape
         table = torch.from_numpy(sinusoids(self.dim, n_samples)).to(feats.device).unsqueeze(0)
         return feats + table
+
+
+def coords_grid(batch, height, width):
+    ys, xs = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
+    return torch.stack([xs, ys]).float()[None].repeat(batch, 1, 1, 1)
+
+
+class FlowHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 2, 3, padding=1)
+
+    def initial_coords(self, fmap):
+        n, _, h, w = fmap.shape
+        return coords_grid(n, h // 8, w // 8).to(fmap.device)
+
+    def forward(self, fmap):
+        return self.conv(fmap) + self.initial_coords(fmap)

@@ -41,3 +41,25 @@ class HostFeatures(torch.nn.Module):
     def forward(self, x):
         # computed from the input's values, not from sizes alone: nothing to keep
         return torch.from_numpy(featurize(x.detach().cpu().numpy())).to(x.device)
+
+
+def coords_grid(batch, height, width, device):
+    ys, xs = torch.meshgrid(
+        torch.arange(height, device=device), torch.arange(width, device=device), indexing="ij"
+    )
+    return torch.stack([xs, ys]).float()[None].repeat(batch, 1, 1, 1)
+
+
+def jitter(x):
+    return torch.randn(x.shape)  # from a tensor's values too, not sizes alone
+
+
+class FlowHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 2, 3, padding=1)
+
+    def forward(self, fmap):
+        n, _, h, w = fmap.shape
+        coords = coords_grid(n, h, w, fmap.device)  # made on the device
+        return self.conv(fmap) + coords + jitter(fmap).to(fmap.device)

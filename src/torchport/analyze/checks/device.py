@@ -181,28 +181,46 @@ def _tables_in_forward(a: Analysis) -> Iterator[Finding]:
     """``torch.from_numpy(posenc(self.dim, n)).to(device)`` in ``forward``: a table that a
     helper of the file computes with NumPy from sizes alone (no tensor of the call), rebuilt
     and copied to the device at every call."""
-    if "from_numpy" not in a.source:
-        return
     for call, func in a.method_calls("to", "cuda"):
         inner = _unviewed_call(func.value)
         if inner is None or a.forward.get(call) is None:
             continue
-        if a.qualname(inner.func) != "torch.from_numpy" or len(inner.args) != 1:
-            continue
-        made = inner.args[0]
+        if a.qualname(inner.func) == "torch.from_numpy" and len(inner.args) == 1:
+            made, how = inner.args[0], "with NumPy"
+        else:
+            made, how = inner, "on the host"
         if not isinstance(made, ast.Call):
             continue
         helper = a.own_callee(made)
         if helper is None or not _sizes_only(a, made):
             continue
+        related: ast.AST = helper
+        if made is inner:  # a helper of torch factories: the first one made on the host
+            factory = _host_factory(a, helper)
+            if factory is None:
+                continue
+            related = factory
+        where = "" if made is not inner else "on the device (`device=`), or "
         yield R.CpuTensorThenMoved.finding(
-            f"`{a.name(inner)}` in `{a.forward[call]}` computes a table with NumPy from sizes "
-            "alone and copies it to the device at every call: build it once in `__init__` "
-            "and register it as a buffer (or cache it per size)",
+            f"`{a.name(inner)}` in `{a.forward[call]}` computes a table {how} from sizes "
+            f"alone and copies it to the device at every call: build it {where}once in "
+            "`__init__` and register it as a buffer (or cache it per size)",
             a.loc(call),
-            Fix("compute the table once and keep it on the device as a buffer"),
-            related=(a.loc(helper),),
+            Fix("compute the table on the device, or once and keep it as a buffer"),
+            related=(a.loc(related),),
         )
+
+
+def _host_factory(a: Analysis, helper: Func) -> ast.Call | None:
+    """The first torch factory ``helper`` calls without ``device=`` (``torch.arange(h)``),
+    in a helper that takes no device and moves nothing itself."""
+    calls = [n for n in walk_local(helper) if isinstance(n, ast.Call)]
+    if any(last_name(c.func) in ("to", "cuda") or keyword(c, "device") for c in calls):
+        return None
+    return next(
+        (c for c in calls if a.qualname(c.func) in K.FACTORIES),
+        None,
+    )
 
 
 def _unviewed_call(node: ast.expr) -> ast.Call | None:
@@ -219,12 +237,21 @@ def _unviewed_call(node: ast.expr) -> ast.Call | None:
 def _sizes_only(a: Analysis, call: ast.Call) -> bool:
     """Whether every argument of ``call`` is a number, a size or a setting: a constant, an
     attribute of ``self`` or of a config, or a name unpacked from a ``.shape``."""
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
-        if isinstance(arg, ast.Constant | ast.Attribute):
-            continue
-        if not (isinstance(arg, ast.Name) and _shape_unpacking(a, arg)):
-            return False
-    return True
+    return all(_a_size(a, arg) for arg in [*call.args, *(k.value for k in call.keywords)])
+
+
+def _a_size(a: Analysis, arg: ast.expr) -> bool:
+    """A constant, a setting, a name unpacked from a ``.shape``, or arithmetic of them
+    (``h // 8``)."""
+    if isinstance(arg, ast.Constant | ast.Attribute):
+        return True
+    if isinstance(arg, ast.BinOp):
+        return _a_size(a, arg.left) and _a_size(a, arg.right)
+    if isinstance(arg, ast.Subscript):  # ``x.shape[2]``
+        return isinstance(arg.value, ast.Attribute) and arg.value.attr == "shape"
+    if isinstance(arg, ast.Call):  # ``x.size(2)``
+        return last_name(arg.func) == "size"
+    return isinstance(arg, ast.Name) and _shape_unpacking(a, arg)
 
 
 def _shape_unpacking(a: Analysis, name: ast.Name) -> bool:
