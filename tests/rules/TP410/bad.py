@@ -74,3 +74,18 @@ def maybe_parallel(net, device):
 def pretrain(net, device, path):
     model = maybe_parallel(net, device)
     torch.save(model.state_dict(), path)
+
+
+class BestCheckpoint:
+    def __init__(self, path, model):
+        self.path = path
+        self.model = model
+
+    def __call__(self, score):
+        torch.save({"score": score, "state_dict": self.model.state_dict()}, self.path)
+
+
+def fit_with_callback(net, local_rank, path):
+    model = DDP(net.cuda(local_rank), device_ids=[local_rank])
+    checkpoint = BestCheckpoint(path, model)
+    checkpoint(0.5)

@@ -98,3 +98,18 @@ def pretrain(net, device, path):
     model = maybe_parallel(net, device)
     bare = model.module if isinstance(model, nn.DataParallel) else model
     torch.save(bare.state_dict(), path)
+
+
+class BestCheckpoint:
+    def __init__(self, path, model):
+        self.path = path
+        self.model = model
+
+    def __call__(self, score):
+        torch.save({"score": score, "state_dict": self.model.state_dict()}, self.path)
+
+
+def fit_with_callback(net, local_rank, path):
+    model = DDP(net.cuda(local_rank), device_ids=[local_rank])
+    checkpoint = BestCheckpoint(path, model.module)  # handed the bare model
+    checkpoint(0.5)

@@ -221,13 +221,13 @@ def _wrapped_at_save(
     function, in a method of the same class (``self.net``), or, for a parameter, by the
     name that every caller in the file passes."""
     key = _model_key(model)
-    found = wraps.get(key or "")
-    if key is None or not found:
-        return None
+    found = wraps.get(key or "", [])
     owner = a.function_of(save)
+    if key is None or (not found and not key.startswith("self.")):
+        return None
     if key.startswith("self."):
         cls = a.class_of(owner) if owner is not None else None
-        return next(
+        in_class = next(
             (
                 w
                 for w in found
@@ -237,6 +237,9 @@ def _wrapped_at_save(
             ),
             None,
         )
+        if in_class is not None or cls is None:
+            return in_class
+        return _wrapped_when_constructed(a, cls, key.removeprefix("self."), wraps)
     assert isinstance(model, ast.Name)
     last = assigned_value(a, model, save.lineno)
     if last is not None:
@@ -245,6 +248,43 @@ def _wrapped_at_save(
     if owner is None or not _passed_wrapped(a, owner, key, wraps):
         return None
     return found[0]
+
+
+def _wrapped_when_constructed(
+    a: Analysis, cls: ast.ClassDef, attr: str, wraps: dict[str, list[ast.Assign]]
+) -> ast.Assign | None:
+    """``self.model = model`` in ``__init__``, and ``Checkpoint(dirname, model)`` where the
+    caller wrapped ``model`` above: the wrapping the object holds (a checkpoint callback)."""
+    init = a.method(cls, "__init__")
+    if init is None:
+        return None
+    params = [arg.arg for arg in init.args.args[1:]]
+    held = next(
+        (
+            value.id
+            for stmt, value in a.attr_assignments(cls).get(attr, [])
+            if a.function_of(stmt) is init and isinstance(value, ast.Name)
+        ),
+        None,
+    )
+    if held is None or held not in params:
+        return None
+    for call in a.calls_named.get(cls.name, []):
+        if not (isinstance(call.func, ast.Name) and call.func.id == cls.name):
+            continue
+        index = params.index(held)
+        given = call.args[index] if index < len(call.args) else keyword(call, held)
+        if not isinstance(given, ast.Name):
+            continue
+        caller = a.function_of(call)
+        wrapped = [
+            w
+            for w in wraps.get(given.id, [])
+            if a.function_of(w) is caller and w.lineno < call.lineno
+        ]
+        if wrapped:
+            return wrapped[-1]
+    return None
 
 
 def _wrapped_by_helper(
