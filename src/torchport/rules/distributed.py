@@ -80,7 +80,9 @@ class DdpWithoutDeviceIds(Rule):
 class SamplerWithoutSetEpoch(Rule):
     """## What it does
     Flags a shuffling `DistributedSampler` whose `set_epoch` is never called (on it, or on the
-    `sampler` of a DataLoader built from it).
+    `sampler` of a DataLoader built from it); also a call of a helper that sets the epoch
+    from a parameter with a default (`def get_sampler(self, epoch=0)`) which leaves that
+    parameter out, from a function that has the epoch at hand.
 
     ## Why is this bad?
     The shuffle order is seeded by the epoch: without `sampler.set_epoch(epoch)` every epoch

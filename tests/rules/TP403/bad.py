@@ -20,3 +20,16 @@ def train_two(train_set, val_set, epochs):
         val_sampler.set_epoch(epoch)  # the training sampler is never reshuffled
         for batch in train_loader:
             pass
+
+
+class EpochLoaders:
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def _sampler(self, epoch=0):
+        picker = DistributedSampler(self.dataset, shuffle=True)
+        picker.set_epoch(epoch)
+        return picker
+
+    def loader(self, epoch):
+        return DataLoader(self.dataset, sampler=self._sampler())

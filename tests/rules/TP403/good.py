@@ -23,3 +23,19 @@ def train_named_loader(dataset, epochs):
     train_loader = DataLoader(dataset, sampler=sampler)
     for epoch in range(epochs):
         train_loader.sampler.set_epoch(epoch)
+
+
+class EpochLoaders:
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def _sampler(self, epoch=0):
+        picker = DistributedSampler(self.dataset, shuffle=True)
+        picker.set_epoch(epoch)
+        return picker
+
+    def loader(self, epoch):
+        return DataLoader(self.dataset, sampler=self._sampler(epoch))
+
+    def evaluation_loader(self):
+        return DataLoader(self.dataset, sampler=self._sampler())  # no epoch here: one order

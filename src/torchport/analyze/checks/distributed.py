@@ -104,6 +104,69 @@ def sampler_without_set_epoch(a: Analysis) -> Iterator[Finding]:
             Fix("call `sampler.set_epoch(epoch)` each epoch"),
             related=tuple(a.loc(loop) for loop in _epoch_loops(a)),
         )
+    yield from _epoch_left_at_default(a)
+
+
+def _epoch_left_at_default(a: Analysis) -> Iterator[Finding]:
+    """``def _get_sampler(self, epoch=0): ... sampler.set_epoch(epoch)`` called as
+    ``self._get_sampler()`` from a function that has the epoch at hand: every epoch gets the
+    default, so the same order."""
+    for call, _ in a.method_calls("set_epoch"):
+        given = call.args[0] if len(call.args) == 1 else None
+        func = a.function_of(call)
+        if not isinstance(given, ast.Name) or func is None:
+            continue
+        default = _constant_default(func, given.id)
+        if default is None:
+            continue
+        for caller in a.calls:
+            if a.own_callee(caller) is not func or _passes(caller, func, given.id):
+                continue
+            outer = a.function_of(caller)
+            if outer is None or not _has_epoch(outer):
+                continue
+            yield R.SamplerWithoutSetEpoch.finding(
+                f"`{a.name(caller)}` leaves `{given.id}` at its default {default!r}, so "
+                f"`{a.name(call)}` (line {call.lineno}) sets the same epoch every time and "
+                f"every epoch sees the same order; pass the epoch (`{given.id}=epoch`)",
+                a.loc(caller),
+                Fix(f"pass `{given.id}=epoch`"),
+                related=(a.loc(call),),
+            )
+
+
+def _constant_default(func: Func, name: str) -> object | None:
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    with_default = positional[len(positional) - len(args.defaults) :]
+    defaults = {p.arg: d for p, d in zip(with_default, args.defaults, strict=True)}
+    defaults |= {
+        p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    }
+    value = defaults.get(name)
+    return value.value if isinstance(value, ast.Constant) and value.value is not None else None
+
+
+def _passes(call: ast.Call, func: Func, name: str) -> bool:
+    """Whether ``call`` gives ``func`` its parameter ``name`` (by position or keyword)."""
+    if any(k.arg == name or k.arg is None for k in call.keywords):
+        return True
+    names = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+    skip = 1 if names[:1] == ["self"] else 0
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return True
+    return name in names and names.index(name) - skip < len(call.args)
+
+
+def _has_epoch(func: Func) -> bool:
+    """A parameter or loop variable of ``func`` that names the epoch."""
+    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    loops = [
+        n.target.id
+        for n in walk_local(func)
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+    ]
+    return any("epoch" in name.lower() for name in params + loops)
 
 
 def _epoch_loops(a: Analysis) -> list[ast.For]:
