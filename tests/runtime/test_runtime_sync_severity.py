@@ -90,3 +90,31 @@ def test_torch_tensor_of_many_device_scalars_is_reported_and_a_stack_is_not() ->
     assert _collected(16, joined=False) == [_line("# read one by one")]
     assert _collected(16, joined=True) == []
     assert _collected(4, joined=False) == []  # a few copies cost little
+
+
+def _sample(read_every_step: bool) -> None:
+    # a sampling loop: the model is called at every step, with no loader and no backward
+    model = nn.Linear(4, 4).to("cuda")
+    timesteps = torch.arange(10, device="cuda")
+    x = torch.randn(2, 4, device="cuda")
+    with torch.no_grad():
+        for t in timesteps:
+            if read_every_step:
+                index = (timesteps == t).nonzero().item()  # read per step
+                x = x * (index + 1)
+            x = model(x)
+    x.sum().item()  # once, after the loop
+
+
+@pytest.mark.parametrize("read_every_step", [True, False])
+def test_a_loop_without_batches_or_backward_counts_its_model_calls_as_steps(
+    read_every_step: bool,
+) -> None:
+    with watch("cuda") as w:
+        _sample(read_every_step)
+    found = sorted(f.code for f in w.findings if f.code in ("TP204", "TP206"))
+    assert found == (["TP204", "TP206"] if read_every_step else [])
+    for f in w.findings:
+        if f.code == "TP204":
+            assert f.location is not None and f.location.line == _line("# read per step")
+            assert "the loop that calls the model" in f.message

@@ -102,9 +102,11 @@ _SYNC_FIXES = {
 def _syncs_in_loop(record: Record) -> list[Finding]:
     out = []
     device = record.accelerator or "the device"
+    loop = "the training loop" if record.batch_steps else "the loop that calls the model"
     for (site, kind), stats in record.syncs.items():
         cause = stats.cause
-        if not stats.in_loop or (cause is not None and cause.fix is None):
+        span = record.sync_span(stats)
+        if not stats.in_loop(span) or (cause is not None and cause.fix is None):
             continue  # a fix of None: torch leaves the user no cheaper way
         if cause is None:
             what = f"{kind} synchronizes with {device}"
@@ -118,11 +120,11 @@ def _syncs_in_loop(record: Record) -> list[Finding]:
                 "often, or use a variant that keeps the value on the device"
             )
         library_habit = cause is not None and not cause.warn
-        severity = Severity.INFO if library_habit else _per_step(kind, stats)
+        severity = Severity.INFO if library_habit else _per_step(kind, stats, span + 1)
         via: dict[str, Any] = {"via": cause.via} if cause is not None else {}
         out.append(
             sync_rule(kind).finding(
-                f"{what} inside the training loop ({stats.count} times)",
+                f"{what} inside {loop} ({stats.count} times)",
                 site.location(),
                 Fix(fix),
                 severity=severity,
@@ -138,10 +140,9 @@ def _syncs_in_loop(record: Record) -> list[Finding]:
 REPEATS_PER_STEP = 1.5
 
 
-def _per_step(kind: str, stats: SyncStats) -> Severity | None:
+def _per_step(kind: str, stats: SyncStats, steps: int) -> Severity | None:
     """A warning for a value read many times a step (in a loop inside it); otherwise the rule's
     own severity: a suggestion for one read a step, a warning for synchronize()."""
-    steps = stats.last_step - stats.first_step + 1
     if sync_rule(kind) is not SynchronizeInHotLoop and stats.count > REPEATS_PER_STEP * steps:
         return Severity.WARNING
     return None
@@ -239,7 +240,7 @@ def facts(record: Record) -> dict[str, Any]:
                 "site": str(site),
                 "call": kind,
                 "count": s.count,
-                "in_loop": s.in_loop,
+                "in_loop": s.in_loop(record.sync_span(s)),
                 "inside": None if s.cause is None else s.cause.via,
             }
             for (site, kind), s in record.syncs.items()

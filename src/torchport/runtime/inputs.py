@@ -230,5 +230,5 @@ class LoaderTimer:
         else:
             stats.add_batch(end - start, start - last)
         it._torchport_last_end = end
-        record.step += 1
+        record.count_step()
         self._observer.provenance.record_tree(batch, site)

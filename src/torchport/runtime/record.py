@@ -42,14 +42,16 @@ class SyncStats:
     count: int = 0
     first_step: int = 0
     last_step: int = 0
+    # the same by the outermost calls of a model (the steps of a loop with no batches)
+    first_pass: int = 0
+    last_pass: int = 0
     cause: Cause | None = None  # set when library code made the sync (see causes.py)
 
-    @property
-    def in_loop(self) -> bool:
+    def in_loop(self, span: int) -> bool:
+        """Whether the syncs, spread over ``span`` steps, came (nearly) every step."""
         # A sync on (nearly) every step stalls the pipeline; one per epoch or every N steps is
         # exactly what the fix recommends, so it must not be flagged.
         # n syncs spread over `span` steps are n - 1 gaps apart: every 4th step at the most
-        span = self.last_step - self.first_step
         enough = self.count >= MIN_SYNCS_IN_LOOP
         return enough and span > 0 and (self.count - 1) * SYNC_EVERY_N_STEPS >= span
 
@@ -104,6 +106,10 @@ class Record:
     # ops_by_device and cpu_op_sites count only the ops of the others.
     model_calls: int = 0
     model_calls_unobserved: int = 0
+    # Whether a DataLoader batch or a backward has counted a step; a sampling or decoding loop
+    # has neither, and its steps are the outermost calls of a model (``passes``).
+    batch_steps: bool = False
+    passes: int = 0
     # torchport's own failures, caught at its boundary so that the program runs on unchanged.
     internal_errors: list[str] = field(default_factory=list)
 
@@ -117,12 +123,31 @@ class Record:
         stats.count += 1
         stats.bytes += nbytes
 
+    def count_step(self) -> None:
+        """A DataLoader batch or a ``backward()``: one step of the program's loop."""
+        self.step += 1
+        self.batch_steps = True
+
+    def count_model_call(self) -> None:
+        """An outermost call of a model: a step of a loop that has no batches or backward (a
+        diffusion sampler, a decoding loop)."""
+        self.passes += 1
+
+    def sync_span(self, stats: SyncStats) -> int:
+        """How many steps a sync site's syncs spread over: counted by DataLoader batches and
+        ``backward()``, or, in a program with neither, by the calls of a model."""
+        if self.batch_steps:
+            return stats.last_step - stats.first_step
+        return stats.last_pass - stats.first_pass
+
     def add_sync(self, site: Site, kind: str, cause: Cause | None = None) -> None:
         stats = self.syncs.get((site, kind))
         if stats is None:
-            stats = self.syncs[(site, kind)] = SyncStats(first_step=self.step, cause=cause)
+            stats = self.syncs[(site, kind)] = SyncStats(
+                first_step=self.step, first_pass=self.passes, cause=cause
+            )
         stats.count += 1
-        stats.last_step = self.step
+        stats.last_step, stats.last_pass = self.step, self.passes
 
     def add_internal_error(self, where: str, exc: BaseException) -> None:
         text = f"{where}: {type(exc).__name__}: {exc}"

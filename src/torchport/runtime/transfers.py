@@ -150,7 +150,7 @@ class TransferHandlers:
         return out
 
     def _backward(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        self.o.record.step += 1
+        self.o.record.count_step()
         return self.o._op(func, args, kwargs)
 
     def _run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
