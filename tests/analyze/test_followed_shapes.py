@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchport.analyze.engine import analyze
 
 
@@ -900,3 +902,46 @@ def test_a_device_tensor_attribute_under_data_parallel_is_not_replicated() -> No
     assert _lines(good, "TP105") == []
     single = bad.replace("nn.DataParallel(", "(")
     assert _lines(single, "TP105") == []
+
+
+DATASET_ON_DEVICE = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Samples(Dataset):
+    def __init__(self, device):
+        self.device = device
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        x = torch.as_tensor([float(i)] * 4, device=self.device)  # on the device
+        return x, torch.tensor(i % 2, device=self.device)
+
+
+def collate(samples):
+    xs, ys = zip(*samples)
+    return torch.stack(xs), torch.stack(ys)
+
+
+def train(device):
+    model = nn.Linear(4, 2).to(device)
+    loader = DataLoader(Samples(device), batch_size=8{collate})
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+"""
+
+
+@pytest.mark.parametrize("collate", ["", ", collate_fn=collate"])
+def test_batches_of_a_dataset_that_makes_its_items_on_the_device_are_not_said_on_the_host(
+    collate: str,
+) -> None:
+    source = DATASET_ON_DEVICE.format(collate=collate)
+    text = textwrap.dedent(source)
+    codes = {f.code for f in analyze(text, "prog.py", lambda c: True)}
+    assert "TP114" in codes  # the dataset's own mistake
+    assert not codes & {"TP102", "TP150"}

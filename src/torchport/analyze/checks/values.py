@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis
+from torchport.analyze.checks.base import Analysis, last_name
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Location
@@ -70,9 +70,22 @@ def assigned_name(a: Analysis, node: ast.AST) -> ast.Name | None:
 
 
 def collates_elsewhere(a: Analysis) -> bool:
-    """Whether some DataLoader of the file has a ``collate_fn`` (which may move batches)."""
+    """Whether batches may reach the loop already moved: some DataLoader of the file has a
+    ``collate_fn`` (which may move them), or a dataset class of the file moves its items
+    (``__getitem__`` returning ``x.to(self.device)``: a mistake of its own, reported there)."""
     loaders = a.call_named("torch.utils.data.DataLoader")
-    return any(keyword(call, "collate_fn") is not None for call in loaders)
+    if any(keyword(call, "collate_fn") is not None for call in loaders):
+        return True
+    for name in a.dataset_classes:
+        methods = [m for m in a.classes[name].body if isinstance(m, ast.FunctionDef)]
+        if any(
+            isinstance(n, ast.Call)
+            and (last_name(n.func) in ("to", "cuda") or keyword(n, "device") is not None)
+            for method in methods
+            for n in walk_local(method)
+        ):
+            return True
+    return False
 
 
 def imports_torch(a: Analysis) -> bool:

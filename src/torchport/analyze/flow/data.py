@@ -104,7 +104,10 @@ def dataset_item(ip: Interp, fr: Frame, node: ast.Call, dataset: Val) -> Val:
 
 
 def collate(item: Val, pending: Origin, depth: int = 4) -> Val:
-    """``default_collate`` of samples like ``item``: numbers and arrays become tensors."""
+    """``default_collate`` of samples like ``item``: numbers and arrays become tensors; the
+    tensors a dataset makes on the device (``__getitem__`` moving each sample) stay there."""
+    if item.kind is Kind.TENSOR and item.origins and all(_on_device(o) for o in item.origins):
+        return item
     if item.kind in (Kind.TENSOR, Kind.NDARRAY) or (
         item.kind is Kind.HOST and item.dtype in NUMBERS
     ):
@@ -117,11 +120,18 @@ def collate(item: Val, pending: Origin, depth: int = 4) -> Val:
     return Val(Kind.UNKNOWN, frozenset([pending]), item=tensor([pending]))
 
 
+def _on_device(origin: Origin) -> bool:
+    """Made on the device, or where a tensor made there is (``device=x.device``)."""
+    if origin.follows:
+        return all(o.written is Place.DEVICE for o in origin.follows)
+    return origin.written is Place.DEVICE
+
+
 def _reoriginate(value: Val, pending: Origin, depth: int = 4) -> Val:
     """What a collate function made: its tensors are the loader's batch (where it moved them
-    to the device itself, they stay moved)."""
+    to the device itself, or its dataset made them there, they stay there)."""
     if value.tensorish:
-        moved = frozenset(o for o in value.origins if o.kind is OKind.MOVE)
+        moved = frozenset(o for o in value.origins if o.kind is OKind.MOVE or _on_device(o))
         return replace(value, origins=moved or frozenset([pending]), _key=None)
     if value.kind is Kind.SEQ and depth > 0:
         mapped = map_elements(value, lambda v: _reoriginate(v, pending, depth - 1))
