@@ -292,3 +292,42 @@ class BareCudaBesideChosenDevice(Rule):
     code = "TP124"
     name = "bare-cuda-beside-chosen-device"
     severity = Severity.WARNING
+
+
+@register
+class HostDeviceDefault(Rule):
+    """## What it does
+    Flags a call of a same-file helper whose `device` parameter defaults to the CPU
+    (`def to_torch(data, device="cpu")`) and which puts tensors or layers there (`.to(device)`,
+    `device=device`), when the call leaves that parameter out from code that works with a
+    device (its function, or its class's `__init__`, has one at hand) in a file that uses an
+    accelerator.
+
+    ## Why is this bad?
+    The helper was written for the CPU and its default survived the port: the call quietly
+    copies a GPU tensor back to the host, or rebuilds a layer there after the model was moved.
+    The next op mixes devices, or the work runs on the CPU.
+
+    ## Example
+    ```python
+    def to_torch(data, device="cpu"):
+        return torch.as_tensor(data).to(device)
+
+    self.acc[sl] += to_torch(pred) * self.window  # self.acc is on the GPU
+    ```
+
+    ## Use instead
+    ```python
+    self.acc[sl] += to_torch(pred, device=self.acc.device) * self.window
+    ```
+
+    ## Fix safety
+    No automatic fix: which device the call means is for the caller to say.
+
+    ## References
+    - [ZettaAI/zetta_utils#427](https://github.com/ZettaAI/zetta_utils/pull/427)
+    """
+
+    code = "TP125"
+    name = "host-device-default"
+    severity = Severity.WARNING

@@ -508,3 +508,95 @@ def _chosen_by_index(a: Analysis) -> ast.Call | None:
         ):
             return call
     return None
+
+
+@detector(R.HostDeviceDefault)
+def host_device_default(a: Analysis) -> Iterator[Finding]:
+    if "device" not in a.source or not a.uses_accelerator:
+        return
+    for helper in {*a.functions.values(), *_methods(a)}:
+        param = _host_default(helper)
+        if param is None or not _places_with(helper, param):
+            continue
+        for call in a.calls:
+            if a.own_callee(call) is not helper or _gives(call, helper, param):
+                continue
+            if not _device_at_hand(a, call):
+                continue
+            yield R.HostDeviceDefault.finding(
+                f"`{a.name(call)}` leaves `{param}` at its default, the CPU: "
+                f"`{helper.name}` (line {helper.lineno}) puts what it makes or moves there, "
+                f"while this code works with a device; pass `{param}=` explicitly",
+                a.loc(call),
+                Fix(f"pass `{param}=` the device the caller works on"),
+                related=(a.loc(helper),),
+            )
+
+
+def _methods(a: Analysis) -> Iterator[ast.FunctionDef]:
+    for cls in a.classes.values():
+        yield from (m for m in cls.body if isinstance(m, ast.FunctionDef))
+
+
+def _host_default(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The parameter naming a device whose default is the CPU (``device="cpu"``,
+    ``device=torch.device("cpu")``)."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *((p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d),
+    ]
+    for param, given in pairs:
+        if "device" not in param.arg.lower() or given is None:
+            continue
+        value = given.args[0] if isinstance(given, ast.Call) and given.args else given
+        if isinstance(value, ast.Constant) and value.value == "cpu":  # or torch.device("cpu")
+            return param.arg
+    return None
+
+
+def _places_with(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    """Whether ``func`` moves something with ``.to(param)`` or makes it with
+    ``device=param`` (not ``map_location=param``: loading on the CPU first is a choice)."""
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        given = [*node.args[:1]] if last_name(node.func) in ("to", "cuda") else []
+        given += [k.value for k in node.keywords if k.arg == "device"]
+        if any(isinstance(g, ast.Name) and g.id == param for g in given):
+            return True
+    return False
+
+
+def _gives(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    if any(k.arg == param or k.arg is None for k in call.keywords):
+        return True
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return True
+    names = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+    skip = 1 if names[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+    return param in names and names.index(param) - skip < len(call.args)
+
+
+def _device_at_hand(a: Analysis, call: ast.Call) -> bool:
+    """Whether the calling function, or its class's ``__init__``, has a device: a
+    parameter, a name or an attribute named so."""
+    owner = a.function_of(call)
+    if owner is None:
+        return False
+    scopes: list[ast.AST] = [owner]
+    cls = a.class_of(owner)
+    init = a.method(cls, "__init__") if cls is not None else None
+    scopes += [init] if init is not None else []
+    for scope in scopes:
+        for node in ast.walk(scope):
+            name = (
+                node.arg if isinstance(node, ast.arg)
+                else node.id if isinstance(node, ast.Name)
+                else node.attr if isinstance(node, ast.Attribute)
+                else ""
+            )  # fmt: skip
+            if "device" in name.lower():
+                return True
+    return False
