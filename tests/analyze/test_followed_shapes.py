@@ -945,3 +945,33 @@ def test_batches_of_a_dataset_that_makes_its_items_on_the_device_are_not_said_on
     codes = {f.code for f in analyze(text, "prog.py", lambda c: True)}
     assert "TP114" in codes  # the dataset's own mistake
     assert not codes & {"TP102", "TP150"}
+
+
+TF32_SOLVER = """
+import torch
+
+{switch}
+
+
+def kabsch(src, dst):
+    h = (src - src.mean(0)).T @ (dst - dst.mean(0))
+    u, _, vt = torch.linalg.svd(h)
+    return vt.T @ u.T
+"""
+
+
+@pytest.mark.parametrize(
+    ("switch", "found"),
+    [
+        ("torch.backends.cuda.matmul.allow_tf32 = True", True),
+        ('torch.set_float32_matmul_precision("medium")', True),
+        ("torch.backends.cuda.matmul.allow_tf32 = False", False),
+        ('torch.set_float32_matmul_precision("highest")', False),
+        ("torch.backends.cudnn.allow_tf32 = True", False),
+    ],
+)
+def test_tf32_is_flagged_only_where_it_reaches_the_products_a_solver_is_given(
+    switch: str, found: bool
+) -> None:
+    source = TF32_SOLVER.format(switch=switch)
+    assert bool(_lines(source, "TP328")) is found

@@ -646,3 +646,44 @@ class Float16VanishingEpsilon(Rule):
     code = "TP318"
     name = "float16-vanishing-epsilon"
     severity = Severity.INFO
+
+
+@register
+class Tf32BeforeLinearAlgebra(Rule):
+    """## What it does
+    Flags TF32 turned on for float32 matrix products (`torch.backends.cuda.matmul.allow_tf32 =
+    True`, `torch.set_float32_matmul_precision("high")` or `"medium"`) in a file that also
+    runs linear algebra on the results: `torch.linalg.svd`, `det`, `solve`, `inv`, `lstsq`,
+    `eigh`, `cholesky`, `qr` and the like.
+
+    ## Why is this bad?
+    On an Ampere or newer GPU, TF32 keeps 10 bits of the mantissa in matrix products
+    (about three decimal digits). That is fine for training a network, but a covariance
+    or a rotation handed to an SVD, a determinant or a solver comes out visibly wrong: a
+    point-cloud registration or a pose estimate that was exact on the CPU is off by
+    centimetres on the GPU. Older GPUs and the CPU never use TF32, so it shows on some machines
+    only.
+
+    ## Example
+    ```python
+    torch.backends.cuda.matmul.allow_tf32 = True
+    u, _, vt = torch.linalg.svd(src.T @ dst)
+    ```
+
+    ## Use instead
+    ```python
+    torch.backends.cuda.matmul.allow_tf32 = True  # for the network
+    # float64 products never use TF32 (or set the flag to False around the geometry)
+    u, _, vt = torch.linalg.svd(src.double().T @ dst.double())
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [TF32 on Ampere](https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices)
+    """
+
+    code = "TP328"
+    name = "tf32-before-linear-algebra"
+    severity = Severity.WARNING

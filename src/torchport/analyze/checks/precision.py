@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
-from torchport.analyze.checks.base import Analysis, detector
+from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.settings import setting_default
 from torchport.analyze.checks.values import (
     assigned_value,
@@ -420,3 +420,79 @@ def _parameters_of(a: Analysis, optimizer: ast.Call) -> str | None:
         if isinstance(func, ast.Attribute) and func.attr == "parameters":
             return a.text(func.value)
     return None
+
+
+# Decompositions and solvers whose results a TF32 product in their input visibly changes.
+_LINEAR_ALGEBRA = frozenset(
+    {
+        *(f"torch.linalg.{n}" for n in (
+            "svd", "svdvals", "det", "slogdet", "solve", "inv", "pinv", "lstsq", "eig",
+            "eigh", "eigvals", "eigvalsh", "cholesky", "qr", "matrix_rank", "lu", "lu_factor",
+        )),
+        "torch.svd", "torch.det", "torch.inverse", "torch.pinverse", "torch.cholesky",
+        "torch.qr", "torch.lstsq", "torch.symeig",
+    }
+)  # fmt: skip
+_TF32_PRECISIONS = ("high", "medium")
+
+
+@detector(R.Tf32BeforeLinearAlgebra)
+def tf32_before_linear_algebra(a: Analysis) -> Iterator[Finding]:
+    if "tf32" not in a.source and "float32_matmul_precision" not in a.source:
+        return
+    solver = next(
+        (
+            c
+            for c in a.calls
+            if a.qualname(c.func) in _LINEAR_ALGEBRA and c.args and _a_product(a, c.args[0])
+        ),
+        None,
+    )
+    if solver is None:
+        return
+    for node in _tf32_switches(a):
+        yield R.Tf32BeforeLinearAlgebra.finding(
+            f"`{a.text(node)}` lets float32 matrix products run in TF32 (10 bits of mantissa "
+            f"on Ampere and newer GPUs), and `{a.name(solver)}` (line {solver.lineno}) "
+            "decomposes or solves such results: compute what feeds it in float64, or turn "
+            "TF32 off around it",
+            a.loc(node),
+            Fix("compute the solver's input in float64 (or set allow_tf32 = False around it)"),
+            related=(a.loc(solver),),
+        )
+
+
+_PRODUCTS = frozenset({"matmul", "mm", "bmm", "einsum", "addmm", "baddbmm", "cov"})
+
+
+def _a_product(a: Analysis, value: ast.expr) -> bool:
+    """A float32 matrix product (``x.T @ y``, ``torch.mm``), written there or assigned to
+    the name; not one of float64 operands (``x.double()``), which never uses TF32."""
+    if isinstance(value, ast.Name):
+        value = assigned_value(a, value, value.lineno) or value
+    if "double()" in a.text(value) or "float64" in a.text(value):
+        return False
+    return any(
+        (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult))
+        or (isinstance(n, ast.Call) and last_name(n.func) in _PRODUCTS)
+        for n in ast.walk(value)
+    )
+
+
+def _tf32_switches(a: Analysis) -> Iterator[ast.AST]:
+    """``torch.backends.cuda.matmul.allow_tf32 = <not False>`` and
+    ``torch.set_float32_matmul_precision("high" or "medium")``."""
+    for stmt in a.of_type(ast.Assign):
+        assert isinstance(stmt, ast.Assign)
+        target = stmt.targets[0]
+        if not (isinstance(target, ast.Attribute) and target.attr == "allow_tf32"):
+            continue
+        if not a.text(target.value).endswith("matmul"):
+            continue  # cudnn's flag: convolutions, not the products a solver is given
+        off = isinstance(stmt.value, ast.Constant) and stmt.value.value is False
+        if not off:
+            yield stmt
+    for call in a.call_named("torch.set_float32_matmul_precision"):
+        given = call.args[0] if call.args else keyword(call, "precision")
+        if isinstance(given, ast.Constant) and given.value in _TF32_PRECISIONS:
+            yield call
