@@ -5,6 +5,7 @@ correct variant that must stay quiet."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -975,3 +976,12 @@ def test_tf32_is_flagged_only_where_it_reaches_the_products_a_solver_is_given(
 ) -> None:
     source = TF32_SOLVER.format(switch=switch)
     assert bool(_lines(source, "TP328")) is found
+
+
+def test_a_parameter_left_unused_is_silent_where_ddp_finds_unused_parameters() -> None:
+    source = (Path(__file__).parents[1] / "rules" / "TP423" / "bad.py").read_text()
+    assert _lines(source, "TP423")
+    tolerant = source.replace(
+        "device_ids=[rank])", "device_ids=[rank], find_unused_parameters=True)"
+    )
+    assert _lines(tolerant, "TP423") == []

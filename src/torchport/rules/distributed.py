@@ -707,3 +707,42 @@ class LoadRacesRankZeroSave(Rule):
     code = "TP422"
     name = "load-races-rank-zero-save"
     severity = Severity.WARNING
+
+
+@register
+class ParameterUnusedUnderDdp(Rule):
+    """## What it does
+    Flags a trainable parameter (`self.x = nn.Parameter(...)`) of a module class that is read
+    only under a switch that is off (`if self.apply_masking:` where `__init__` defaults it to
+    `False` and no call of the class turns it on), in a file that wraps models in
+    `DistributedDataParallel` without `find_unused_parameters=True`.
+
+    ## Why is this bad?
+    DDP expects a gradient for every parameter at every step. A parameter that the forward
+    pass never reads gets none, and the next iteration stops with "Expected to have finished
+    reduction in the prior iteration before starting a new one". The same program runs fine
+    on one GPU, so it shows only when the job goes multi-GPU.
+
+    ## Example
+    ```python
+    self.mask_embed = nn.Parameter(torch.zeros(dim))  # used only if self.apply_masking
+    model = DDP(model, device_ids=[rank])
+    ```
+
+    ## Use instead
+    ```python
+    if apply_masking:  # make it only when it is used
+        self.mask_embed = nn.Parameter(torch.zeros(dim))
+    # or: DDP(model, device_ids=[rank], find_unused_parameters=True)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [DistributedDataParallel: find_unused_parameters](https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html)
+    """
+
+    code = "TP423"
+    name = "parameter-unused-under-ddp"
+    severity = Severity.WARNING

@@ -653,3 +653,113 @@ def _called_above(a: Analysis, owner: Func, line: int) -> set[Func]:
                 if isinstance(c, ast.Call) and (callee := _same_file_callee(a, c, func)) is not None
             ]
     return reached
+
+
+@detector(R.ParameterUnusedUnderDdp)
+def parameter_unused_under_ddp(a: Analysis) -> Iterator[Finding]:
+    if "Parameter" not in a.source:
+        return
+    wrap = next(
+        (c for c in a.call_named(_DDP) if not _finds_unused(c)),
+        None,
+    )
+    if wrap is None:
+        return
+    for name in a.module_classes:
+        cls = a.classes[name]
+        init = a.method(cls, "__init__")
+        if init is None:
+            continue
+        switches = _switches_off(a, cls, init)
+        if not switches:
+            continue
+        for stmt, attr in _parameters_made(a, cls, init):
+            switch = _only_read_under(a, cls, attr, switches)
+            if switch is None:
+                continue
+            yield R.ParameterUnusedUnderDdp.finding(
+                f"`self.{attr}` is read only when `self.{switch}` is on, and `{name}` leaves "
+                f"it off: the parameter gets no gradient, and `{a.name(wrap)}` (line "
+                f"{wrap.lineno}, no find_unused_parameters=True) stops at the next step",
+                a.loc(stmt),
+                Fix(
+                    f"make `self.{attr}` only when `{switch}` is on, or pass "
+                    "find_unused_parameters=True"
+                ),
+                related=(a.loc(wrap),),
+            )
+
+
+def _finds_unused(call: ast.Call) -> bool:
+    given = keyword(call, "find_unused_parameters")
+    return given is not None and not (isinstance(given, ast.Constant) and given.value is False)
+
+
+def _switches_off(a: Analysis, cls: ast.ClassDef, init: Func) -> set[str]:
+    """``self.flag = flag`` in ``__init__`` whose default is ``False``, where no call of the
+    class in the file passes that parameter."""
+    args = init.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = {
+        p.arg: d
+        for p, d in zip(
+            positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
+        )
+    }
+    off = {p for p, d in defaults.items() if isinstance(d, ast.Constant) and d.value is False}
+    calls = [c for c in a.calls_named.get(cls.name, []) if isinstance(c.func, ast.Name)]
+    names = [p.arg for p in positional[1:]]
+    passed = {k.arg for c in calls for k in c.keywords if k.arg is not None} | {
+        names[i] for c in calls for i in range(min(len(c.args), len(names)))
+    }
+    out: set[str] = set()
+    for attr, assignments in a.attr_assignments(cls).items():
+        for stmt, value in assignments:
+            if (
+                a.function_of(stmt) is init
+                and isinstance(value, ast.Name)
+                and value.id in off
+                and value.id not in passed
+            ):
+                out.add(attr)
+    return out
+
+
+def _parameters_made(a: Analysis, cls: ast.ClassDef, init: Func) -> Iterator[tuple[ast.stmt, str]]:
+    """``self.<attr> = nn.Parameter(...)`` in ``__init__``, with the attribute."""
+    for attr, assignments in a.attr_assignments(cls).items():
+        for stmt, value in assignments:
+            if (
+                a.function_of(stmt) is init
+                and isinstance(value, ast.Call)
+                and a.qualname(value.func) == "torch.nn.Parameter"
+            ):
+                yield stmt, attr
+
+
+def _only_read_under(a: Analysis, cls: ast.ClassDef, attr: str, switches: set[str]) -> str | None:
+    """The switch every read of ``self.<attr>`` outside ``__init__`` sits under (an ``if``
+    whose test reads ``self.<switch>``), if there is one and some read."""
+    found: str | None = None
+    reads = 0
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef) or method.name == "__init__":
+            continue
+        for node in walk_local(method):
+            if not (isinstance(node, ast.Attribute) and is_self_attr(node, attr)):
+                continue
+            reads += 1
+            guard = next(
+                (
+                    s
+                    for up in a.ancestors(node)
+                    if isinstance(up, ast.If)
+                    for s in switches
+                    if any(is_self_attr(n, s) for n in ast.walk(up.test) if isinstance(n, ast.expr))
+                ),
+                None,
+            )
+            if guard is None:
+                return None
+            found = guard
+    return found if reads else None
