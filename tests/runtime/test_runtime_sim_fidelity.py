@@ -403,3 +403,25 @@ def test_a_lazy_module_moved_before_its_first_call_makes_its_weights_on_the_devi
     assert changed
     assert not w.record.internal_errors
     assert [f for f in w.findings if f.code in ("TP150", "TP152")] == []
+
+
+def test_autocast_on_the_simulated_gpu_uses_cudas_float32_list_not_the_cpus() -> None:
+    # CUDA autocast runs softmax, exp, layer_norm, sum and pow in float32 (CPU autocast leaves
+    # them float16), and leaves reflect padding and 3-D max pooling alone (CPU autocast casts
+    # them up); a call with dtype= is not autocast's to change
+    with watch("cuda"):
+        linear, norm = nn.Linear(8, 8).to("cuda"), nn.LayerNorm(8).to("cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            h = linear(torch.randn(4, 8, device="cuda"))
+            up = [h.softmax(-1), torch.nn.functional.log_softmax(h, -1), h.exp(), norm(h)]
+            up += [h.sum(), h**2, torch.nn.functional.normalize(h)]
+            kept = [
+                torch.nn.functional.pad(h.unsqueeze(0), (2, 2), mode="reflect"),
+                torch.nn.functional.max_pool3d(h.view(1, 1, 2, 2, 8), 2),
+                h.softmax(-1, dtype=torch.float16),
+            ]
+            outside = torch.randn(4, 8, device="cuda", dtype=torch.float16)
+        assert h.dtype is torch.float16
+        assert [t.dtype for t in up] == [torch.float32] * len(up)
+        assert [t.dtype for t in kept] == [torch.float16] * len(kept)
+        assert outside.softmax(-1).dtype is torch.float16  # no autocast there

@@ -236,6 +236,10 @@ class Observer(TorchFunctionMode):
             handler = simkernels.half_checked(handler)
         if self.sim is not None and func in simkernels.FFT_FUNCTIONS:
             handler = simkernels.fft_checked(handler)
+        if self.sim is not None and func in simkernels.CUDA_FLOAT32:
+            handler = simkernels.cuda_autocast_float32(handler)
+        elif self.sim is not None and func in simkernels.CPU_FLOAT32_ONLY:
+            handler = simkernels.cuda_autocast_as_is(handler)
         if func in transfers.HOST_WRITES:
             handler = self.transfers.overwrite_checked(handler)
         if func in accumulate.ADDITIONS:

@@ -205,3 +205,62 @@ def fft_checked(handler: Callable[..., Any]) -> Callable[..., Any]:
         return handler(func, args, kwargs)
 
     return checked
+
+
+# CUDA autocast's float32 list against CPU autocast's, which simulated CUDA autocast runs as:
+# ops that CUDA autocast runs in float32 (their float16/bfloat16 inputs cast up) and CPU autocast
+# leaves in the input's precision (torch 2.x's autocast_mode lists), checked at the function
+# level: a softmax or a layer norm of a half input comes out float32 on the GPU.
+def _present(owner: Any, names: str) -> frozenset[Any]:
+    return frozenset(getattr(owner, n) for n in names.split() if hasattr(owner, n))
+
+
+_UNARY = "exp log log10 log2 log1p expm1 acos asin cosh sinh tan reciprocal rsqrt erfinv"
+_REDUCING = "pow softmax log_softmax cumsum cumprod sum logsumexp norm renorm dist"
+CUDA_FLOAT32 = (
+    _present(torch, f"{_UNARY} {_REDUCING} layer_norm group_norm cosine_similarity")
+    | _present(torch.Tensor, f"{_UNARY} {_REDUCING} __pow__ __rpow__ __rtruediv__")
+    | _present(
+        torch.nn.functional,
+        "softmax softmin log_softmax layer_norm group_norm softplus cosine_similarity normalize",
+    )
+    | _present(torch.linalg, "vector_norm matrix_norm norm")
+)
+# ...and ops that CPU autocast runs in float32 while CUDA autocast leaves them alone (reflect
+# and replicate padding, 3-D max and adaptive pooling): on the GPU a float16 input stays float16.
+CPU_FLOAT32_ONLY = _present(
+    torch.nn.functional, "pad max_pool3d adaptive_avg_pool3d adaptive_max_pool3d"
+)
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def cuda_autocast_float32(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` for an op CUDA autocast runs in float32: in an enabled simulated autocast
+    region, its half-precision inputs on the device are cast up first (not with ``dtype=``,
+    which autocast leaves alone)."""
+
+    def checked(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if device_autocast and device_autocast[-1] and kwargs.get("dtype") is None:
+            args = tuple(_up(a) for a in args)
+        return handler(func, args, kwargs)
+
+    return checked
+
+
+def _up(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.dtype in _HALF and value.device.type != "cpu":
+        return value.float()
+    return value
+
+
+def cuda_autocast_as_is(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` for an op CPU autocast casts up and CUDA autocast does not: in an enabled
+    simulated autocast region it runs with the CPU's autocast off, keeping its input's dtype."""
+
+    def checked(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if device_autocast and device_autocast[-1]:
+            with torch.autocast("cpu", enabled=False):
+                return handler(func, args, kwargs)
+        return handler(func, args, kwargs)
+
+    return checked
