@@ -19,3 +19,18 @@ def cpu_only_script_part():
     cpu_model = nn.Linear(4, 2)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         return cpu_model(torch.randn(3, 4))
+
+
+def amp_context(device, enabled):
+    # CUDA's autocast on a GPU; the CPU's (off) only where there is none
+    if torch.device(device).type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.float16, enabled=enabled)
+    return torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False)
+
+
+def amp_region(device):
+    if device.type == "cuda":
+        region = torch.autocast("cuda", dtype=torch.float16)
+    else:
+        region = torch.autocast("cpu", dtype=torch.bfloat16)
+    return region

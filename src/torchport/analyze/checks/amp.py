@@ -461,6 +461,8 @@ def autocast_on_host_only(a: Analysis) -> Iterator[Finding]:
     for cast in a.call_named(*K.AUTOCASTS):
         if not _host_only(a, cast) or not _meets_device(a, cast):
             continue
+        if _after_device_branch(a, cast):
+            continue
         yield R.AutocastOnHostOnly.finding(
             f"`{a.name(cast)}` casts only CPU ops, while this file moves its work to an "
             "accelerator: on the GPU the region runs in float32; use the device's type "
@@ -468,6 +470,27 @@ def autocast_on_host_only(a: Analysis) -> Iterator[Finding]:
             a.loc(cast),
             Fix("autocast for the device the model runs on: `device_type=device.type`"),
         )
+
+
+def _after_device_branch(a: Analysis, cast: ast.Call) -> bool:
+    """``if torch.device(d).type == "cuda": return torch.autocast("cuda", ...)`` above, or
+    an ``else`` arm of such a test: the CPU autocast is the host's fallback."""
+    func = a.function_of(cast)
+    if func is None:
+        return False
+    for node in walk_local(func):
+        if not isinstance(node, ast.If) or "cuda" not in a.text(node.test):
+            continue
+        in_else = any(cast in set(ast.walk(stmt)) for stmt in node.orelse)
+        returns_above = (
+            node.lineno < cast.lineno
+            and bool(node.body)
+            and isinstance(node.body[-1], ast.Return)
+            and not any(cast in set(ast.walk(stmt)) for stmt in node.body)
+        )
+        if in_else or returns_above:
+            return True
+    return False
 
 
 def _host_only(a: Analysis, cast: ast.Call) -> bool:
