@@ -985,3 +985,21 @@ def test_a_parameter_left_unused_is_silent_where_ddp_finds_unused_parameters() -
         "device_ids=[rank])", "device_ids=[rank], find_unused_parameters=True)"
     )
     assert _lines(tolerant, "TP423") == []
+
+
+def test_tf32_reaches_a_solver_through_a_helper_that_takes_the_product() -> None:
+    source = """
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = True
+
+
+class Posterior:
+    def kernel(self, a, b):
+        return torch.exp(-(a @ b.T))
+
+    def fit(self, x):
+        k = self.kernel(x, x) + 1e-4 * torch.eye(len(x))
+        return torch.linalg.cholesky(k)
+"""
+    assert _lines(source, "TP328") == [4]

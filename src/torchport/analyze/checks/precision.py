@@ -472,10 +472,18 @@ def _a_product(a: Analysis, value: ast.expr) -> bool:
         value = assigned_value(a, value, value.lineno) or value
     if "double()" in a.text(value) or "float64" in a.text(value):
         return False
+    if _has_product(value):
+        return True
+    # ``k = self.kernel(x, x) + noise``: a same-file helper whose body takes the product
+    helpers = (a.own_callee(n) for n in ast.walk(value) if isinstance(n, ast.Call))
+    return any(h is not None and _has_product(h) for h in helpers)
+
+
+def _has_product(node: ast.AST) -> bool:
     return any(
         (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult))
         or (isinstance(n, ast.Call) and last_name(n.func) in _PRODUCTS)
-        for n in ast.walk(value)
+        for n in ast.walk(node)
     )
 
 
