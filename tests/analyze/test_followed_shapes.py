@@ -1003,3 +1003,31 @@ class Posterior:
         return torch.linalg.cholesky(k)
 """
     assert _lines(source, "TP328") == [4]
+
+
+REPLICATED_MASK = """
+import torch
+from torch import nn
+
+
+class MaskedLinear(nn.Linear):
+    def __init__(self, n):
+        super().__init__(n, n)
+        {declare}
+
+    def set_mask(self, mask):
+        self.mask = mask.to(device=self.weight.device)  # set later
+
+    def forward(self, x):
+        return nn.functional.linear(x, self.weight * self.mask, self.bias)
+
+
+model = nn.DataParallel(MaskedLinear(4).cuda())
+"""
+
+
+def test_a_device_tensor_set_by_any_method_under_data_parallel_is_not_replicated() -> None:
+    bad = REPLICATED_MASK.format(declare="self.mask = None")
+    assert _lines(bad, "TP105") == [_line_of(bad, "# set later")]
+    good = REPLICATED_MASK.format(declare='self.register_buffer("mask", None)')
+    assert _lines(good, "TP105") == []

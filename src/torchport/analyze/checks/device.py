@@ -326,12 +326,16 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
     replicated = any(a.call_named("torch.nn.DataParallel"))
     for stmt, target, name in _self_assignments(a):
         func = a.function_of(stmt)
-        if func is None or not _set_up(a, func):
+        if func is None:
             continue
         value = stmt.value
+        # under DataParallel, a device tensor set by any method (`set_mask(mask)` called by
+        # a pruning pass) is left out of the replicas
         if isinstance(value, ast.Call) and replicated and _on_device(a, value):
-            if not _moved_where_read(a, func, target.attr):
+            if not (_moved_where_read(a, func, target.attr) or _registered(a, func, target.attr)):
                 yield _not_replicated(a, stmt, target, name, func)
+            continue
+        if not _set_up(a, func):
             continue
         if isinstance(value, ast.Call):
             if not _made_on_host(a, value):
@@ -362,8 +366,17 @@ def tensor_attribute_not_buffer(a: Analysis) -> Iterator[Finding]:
 
 
 def _on_device(a: Analysis, value: ast.Call) -> bool:
+    """A tensor put on the device: inferred so, or moved with ``.to(device=<a parameter's or
+    input's .device>)``."""
     info = a.info(value)
-    return info is not None and info.kind == K.TENSOR and info.device == "accel"
+    if info is not None and info.kind == K.TENSOR and info.device == "accel":
+        return True
+    target = keyword(value, "device") or (value.args[0] if value.args else None)
+    return (
+        last_name(value.func) == "to"
+        and isinstance(target, ast.Attribute)
+        and target.attr == "device"
+    )
 
 
 def _moved_where_read(a: Analysis, func: Func, attr: str) -> bool:
@@ -377,6 +390,20 @@ def _moved_where_read(a: Analysis, func: Func, attr: str) -> bool:
     return bool(reads) and all(
         isinstance(up := a.parents.get(n), ast.Attribute) and up.attr in ("to", "type_as", "cuda")
         for n in reads
+    )
+
+
+def _registered(a: Analysis, func: Func, attr: str) -> bool:
+    """``self.register_buffer("<attr>", ...)`` in the class: assigning it later sets the
+    buffer, which replicas get."""
+    cls = a.class_of(func)
+    return cls is not None and any(
+        isinstance(n, ast.Call)
+        and last_name(n.func) in ("register_buffer", "register_parameter")
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+        and n.args[0].value == attr
+        for n in ast.walk(cls)
     )
 
 
