@@ -67,3 +67,11 @@ class LayerTimer:
 
     def _post(self, module, inputs, output):
         self.times[module] = time.perf_counter() - self._start.pop(module)
+
+
+def throughput(model, inputs, iters):
+    start = time.time()
+    for _ in range(iters):
+        model(inputs)
+    end = time.time()
+    return iters / (end - start)

@@ -137,3 +137,20 @@ def latency(model, batch, use_events):
     t0 = time.perf_counter()
     model(batch)
     return time.perf_counter() - t0
+
+
+def throughput(model, inputs, iters):
+    start = time.time()
+    for _ in range(iters):
+        model(inputs)
+    torch.cuda.synchronize()
+    end = time.time()
+    return iters / (end - start)
+
+
+def time_cpu(fn, inputs, runs):
+    s = time.perf_counter()
+    for _ in range(runs):
+        fn(*inputs)
+    e = time.perf_counter()
+    return (e - s) / runs

@@ -297,16 +297,26 @@ def timing_without_synchronize(a: Analysis) -> Iterator[Finding]:
     if "time" not in a.source or not a.uses_accelerator:
         return
     for owner in {a.function_of(c) or a.tree for c in a.call_named(*_CLOCKS)}:
+        if "cpu" in getattr(owner, "name", "").lower():
+            continue  # `def time_cpu(fn, inputs)`: the host's timing, beside a CUDA one
         nodes = list(walk_local(owner))
         starts = _clock_names(a, nodes)
         for node in nodes:
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
                 continue
-            end, start = node.left, node.right
-            if not (isinstance(start, ast.Name) and start.id in starts and _is_clock(a, end)):
+            end: ast.expr | None = node.left
+            start = node.right
+            if isinstance(end, ast.Name) and end.id in starts:
+                end = assigned_value(a, end, node.lineno)  # `end = time.time()` above
+            if not (
+                isinstance(start, ast.Name)
+                and start.id in starts
+                and end is not None
+                and _is_clock(a, end)
+            ):
                 continue
             begin = starts[start.id]
-            between = [n for n in nodes if begin < getattr(n, "lineno", 0) <= node.lineno]
+            between = [n for n in nodes if begin < getattr(n, "lineno", 0) <= end.lineno]
             calls = [n for n in between if isinstance(n, ast.Call)]
             model = next((c for c in calls if _timed_work(a, c, owner)), None)
             if model is None or any(_waits(a, c) for c in calls):
