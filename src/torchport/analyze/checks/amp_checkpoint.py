@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector
 from torchport.analyze.checks.values import assigned_value
+from torchport.analyze.context import walk_local
 from torchport.findings import Finding, Fix
 from torchport.rules import amp as R
 
@@ -46,6 +47,14 @@ def _saved_dict(a: Analysis, save: ast.Call) -> ast.Dict | None:
     value = save.args[0] if save.args else None
     if isinstance(value, ast.Name):
         value = assigned_value(a, value, save.lineno)
+    if isinstance(value, ast.Call):  # `torch.save(self.state_dict(), path)`: the dict it returns
+        helper = a.own_callee(value)
+        returned = (
+            [n.value for n in walk_local(helper) if isinstance(n, ast.Return)]
+            if helper is not None
+            else []
+        )
+        value = returned[0] if len(returned) == 1 else None
     if isinstance(value, ast.Dict) and None not in value.keys:  # no ``**other`` to look into
         return value
     return None
