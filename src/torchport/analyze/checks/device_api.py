@@ -10,6 +10,7 @@ from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
 from torchport.analyze.checks.ranks import device_indices
 from torchport.analyze.checks.settings import setting_default
+from torchport.analyze.checks.values import parameter_defaults, passes_argument
 from torchport.analyze.edits import ensure_import, insert_at, replace_node
 from torchport.analyze.infer import device_of, keyword
 from torchport.analyze.walk import descendants
@@ -519,7 +520,7 @@ def host_device_default(a: Analysis) -> Iterator[Finding]:
         if param is None or not _places_with(helper, param):
             continue
         for call in a.calls:
-            if a.own_callee(call) is not helper or _gives(call, helper, param):
+            if a.own_callee(call) is not helper or passes_argument(call, helper, param):
                 continue
             if not _device_at_hand(a, call):
                 continue
@@ -541,18 +542,12 @@ def _methods(a: Analysis) -> Iterator[ast.FunctionDef]:
 def _host_default(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """The parameter naming a device whose default is the CPU (``device="cpu"``,
     ``device=torch.device("cpu")``)."""
-    args = func.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *((p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d),
-    ]
-    for param, given in pairs:
-        if "device" not in param.arg.lower() or given is None:
+    for param, given in parameter_defaults(func).items():
+        if "device" not in param.lower():
             continue
         value = given.args[0] if isinstance(given, ast.Call) and given.args else given
         if isinstance(value, ast.Constant) and value.value == "cpu":  # or torch.device("cpu")
-            return param.arg
+            return param
     return None
 
 
@@ -567,16 +562,6 @@ def _places_with(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bo
         if any(isinstance(g, ast.Name) and g.id == param for g in given):
             return True
     return False
-
-
-def _gives(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
-    if any(k.arg == param or k.arg is None for k in call.keywords):
-        return True
-    if any(isinstance(arg, ast.Starred) for arg in call.args):
-        return True
-    names = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
-    skip = 1 if names[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
-    return param in names and names.index(param) - skip < len(call.args)
 
 
 def _device_at_hand(a: Analysis, call: ast.Call) -> bool:

@@ -7,7 +7,14 @@ from collections.abc import Iterator
 
 from torchport.analyze import kinds as K
 from torchport.analyze.checks.base import Analysis, detector, last_name
-from torchport.analyze.checks.values import assigned_value, is_parameter, made_at, rebinds
+from torchport.analyze.checks.values import (
+    assigned_value,
+    is_parameter,
+    made_at,
+    parameter_defaults,
+    passes_argument,
+    rebinds,
+)
 from torchport.analyze.context import Func, is_self_attr, walk_local
 from torchport.analyze.edits import replace_node
 from torchport.analyze.infer import keyword
@@ -120,7 +127,7 @@ def _epoch_left_at_default(a: Analysis) -> Iterator[Finding]:
         if default is None:
             continue
         for caller in a.calls:
-            if a.own_callee(caller) is not func or _passes(caller, func, given.id):
+            if a.own_callee(caller) is not func or passes_argument(caller, func, given.id):
                 continue
             outer = a.function_of(caller)
             if outer is None or not _has_epoch(outer):
@@ -136,26 +143,8 @@ def _epoch_left_at_default(a: Analysis) -> Iterator[Finding]:
 
 
 def _constant_default(func: Func, name: str) -> object | None:
-    args = func.args
-    positional = [*args.posonlyargs, *args.args]
-    with_default = positional[len(positional) - len(args.defaults) :]
-    defaults = {p.arg: d for p, d in zip(with_default, args.defaults, strict=True)}
-    defaults |= {
-        p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
-    }
-    value = defaults.get(name)
+    value = parameter_defaults(func).get(name)
     return value.value if isinstance(value, ast.Constant) and value.value is not None else None
-
-
-def _passes(call: ast.Call, func: Func, name: str) -> bool:
-    """Whether ``call`` gives ``func`` its parameter ``name`` (by position or keyword)."""
-    if any(k.arg == name or k.arg is None for k in call.keywords):
-        return True
-    names = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
-    skip = 1 if names[:1] == ["self"] else 0
-    if any(isinstance(arg, ast.Starred) for arg in call.args):
-        return True
-    return name in names and names.index(name) - skip < len(call.args)
 
 
 def _has_epoch(func: Func) -> bool:
@@ -698,17 +687,10 @@ def _finds_unused(call: ast.Call) -> bool:
 def _switches_off(a: Analysis, cls: ast.ClassDef, init: Func) -> set[str]:
     """``self.flag = flag`` in ``__init__`` whose default is ``False``, where no call of the
     class in the file passes that parameter."""
-    args = init.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = {
-        p.arg: d
-        for p, d in zip(
-            positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
-        )
-    }
+    defaults = parameter_defaults(init)
     off = {p for p, d in defaults.items() if isinstance(d, ast.Constant) and d.value is False}
     calls = [c for c in a.calls_named.get(cls.name, []) if isinstance(c.func, ast.Name)]
-    names = [p.arg for p in positional[1:]]
+    names = [p.arg for p in [*init.args.posonlyargs, *init.args.args][1:]]
     passed = {k.arg for c in calls for k in c.keywords if k.arg is not None} | {
         names[i] for c in calls for i in range(min(len(c.args), len(names)))
     }

@@ -155,6 +155,18 @@ def parameter_defaults(func: Func) -> dict[str, ast.expr]:
     return defaults | {p.arg: d for p, d in keywords if d is not None}
 
 
+def passes_argument(call: ast.Call, func: Func, name: str) -> bool:
+    """Whether ``call`` gives ``func`` its parameter ``name``: by keyword, by position (past
+    ``self``/``cls`` for a method called on an object), or maybe (``*args``, ``**kwargs``)."""
+    if any(k.arg == name or k.arg is None for k in call.keywords):
+        return True
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return True
+    names = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+    bound = names[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute)
+    return name in names and names.index(name) - bound < len(call.args)
+
+
 def module_cast_dtype(a: Analysis, call: ast.Call) -> str | None:
     """The dtype ``model.half()``, ``model.bfloat16()`` or ``model.to(<dtype>)`` casts an evident
     module to (``float16``, ``bfloat16``...); None for any other call."""
