@@ -32,7 +32,6 @@ class ModuleTracker:
         self._handles: list[Any] = []
         self.on_internal_error: Callable[[str, BaseException], None] | None = None
         self.passes = 0  # outermost forward calls so far: the program's steps, roughly
-        self.on_pass: Callable[[], None] | None = None  # called at each of them
 
     @property
     def stack(self) -> list[nn.Module]:
@@ -70,8 +69,6 @@ class ModuleTracker:
         try:
             if not self.stack:
                 self.passes += 1
-                if self.on_pass is not None:
-                    self.on_pass()
                 if module not in self._root_names:
                     self._root_names[module] = _variable_name(module)
             self.stack.append(module)

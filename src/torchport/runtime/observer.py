@@ -514,7 +514,8 @@ class Observer(TorchFunctionMode):
         try:
             site = user_site(kind)
             if site is not None:
-                self.record.add_sync(site, kind, library_cause(tensor, self.provenance))
+                cause = library_cause(tensor, self.provenance)
+                self.record.add_sync(site, kind, self.tracker.passes, cause)
         except Exception as internal:  # noqa: BLE001 - bookkeeping never fails the program
             self.internal("recording a sync", internal)
         self.pending = WeakIdKeyDictionary()

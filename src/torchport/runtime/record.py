@@ -107,9 +107,8 @@ class Record:
     model_calls: int = 0
     model_calls_unobserved: int = 0
     # Whether a DataLoader batch or a backward has counted a step; a sampling or decoding loop
-    # has neither, and its steps are the outermost calls of a model (``passes``).
+    # has neither, and its steps are the outermost calls of a model (the tracker's passes).
     batch_steps: bool = False
-    passes: int = 0
     # torchport's own failures, caught at its boundary so that the program runs on unchanged.
     internal_errors: list[str] = field(default_factory=list)
 
@@ -128,11 +127,6 @@ class Record:
         self.step += 1
         self.batch_steps = True
 
-    def count_model_call(self) -> None:
-        """An outermost call of a model: a step of a loop that has no batches or backward (a
-        diffusion sampler, a decoding loop)."""
-        self.passes += 1
-
     def sync_span(self, stats: SyncStats) -> int:
         """How many steps a sync site's syncs spread over: counted by DataLoader batches and
         ``backward()``, or, in a program with neither, by the calls of a model."""
@@ -140,14 +134,15 @@ class Record:
             return stats.last_step - stats.first_step
         return stats.last_pass - stats.first_pass
 
-    def add_sync(self, site: Site, kind: str, cause: Cause | None = None) -> None:
+    def add_sync(self, site: Site, kind: str, passes: int, cause: Cause | None = None) -> None:
+        """A sync at ``site``, made after ``passes`` outermost calls of a model."""
         stats = self.syncs.get((site, kind))
         if stats is None:
             stats = self.syncs[(site, kind)] = SyncStats(
-                first_step=self.step, first_pass=self.passes, cause=cause
+                first_step=self.step, first_pass=passes, cause=cause
             )
         stats.count += 1
-        stats.last_step, stats.last_pass = self.step, self.passes
+        stats.last_step, stats.last_pass = self.step, passes
 
     def add_internal_error(self, where: str, exc: BaseException) -> None:
         text = f"{where}: {type(exc).__name__}: {exc}"

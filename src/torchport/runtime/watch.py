@@ -94,7 +94,6 @@ class watch:
         observer = Observer(record, provenance, tracker, sim, self.options)
         tracker._on_enter = functools.partial(check_module_inputs, observer)
         tracker.on_internal_error = observer.internal
-        tracker.on_pass = record.count_model_call
         loaders = LoaderTimer(observer)
         amp, apis, samplers = AmpMonitor(observer), ApiMonitor(observer), SamplerMonitor(observer)
         optimizers = OptimizerPrecision(observer, amp)
