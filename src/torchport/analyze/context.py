@@ -308,7 +308,17 @@ class FileContext:
     def given(self, func: Func, name: str) -> list[ast.expr | None]:
         """The expression each call of the file gives parameter ``name`` of ``func`` (None
         where a call leaves it out or passes ``*args``); empty when nothing calls it."""
-        return [self._given_at(call, skip, func, name) for call, skip in self._callers(func)]
+        return [value for _, value in self.given_by_call(func, name)]
+
+    def given_by_call(self, func: Func, name: str) -> list[tuple[ast.Call, ast.expr | None]]:
+        """Each call of ``func`` in the file, with what it gives parameter ``name``."""
+        return [
+            (call, self._given_at(call, skip, func, name)) for call, skip in self._callers(func)
+        ]
+
+    def calls_of(self, func: Func) -> list[ast.Call]:
+        """The calls of ``func`` in the file (see ``_callers``)."""
+        return [call for call, _ in self._callers(func)]
 
     def _argument_at(self, call: ast.Call, skip: int, func: Func, name: str) -> Info | None:
         value = self._given_at(call, skip, func, name)

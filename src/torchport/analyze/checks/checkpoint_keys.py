@@ -10,7 +10,7 @@ import string
 from collections.abc import Iterable, Iterator
 
 from torchport.analyze.checks.base import Analysis, detector
-from torchport.analyze.checks.values import assigned_value, imports_torch
+from torchport.analyze.checks.values import assigned_value, imports_torch, is_parameter
 from torchport.analyze.context import Func, walk_local
 from torchport.analyze.infer import keyword
 from torchport.findings import Edit, Finding, Fix, Safety
@@ -258,7 +258,6 @@ def _wrapped_when_constructed(
     init = a.method(cls, "__init__")
     if init is None:
         return None
-    params = [arg.arg for arg in init.args.args[1:]]
     held = next(
         (
             value.id
@@ -267,13 +266,9 @@ def _wrapped_when_constructed(
         ),
         None,
     )
-    if held is None or held not in params:
+    if held is None or not is_parameter(init, held):
         return None
-    for call in a.calls_named.get(cls.name, []):
-        if not (isinstance(call.func, ast.Name) and call.func.id == cls.name):
-            continue
-        index = params.index(held)
-        given = call.args[index] if index < len(call.args) else keyword(call, held)
+    for call, given in a.given_by_call(init, held):
         if not isinstance(given, ast.Name):
             continue
         caller = a.function_of(call)

@@ -519,7 +519,7 @@ def host_device_default(a: Analysis) -> Iterator[Finding]:
         param = _host_default(helper)
         if param is None or not _places_with(helper, param):
             continue
-        for call in a.calls:
+        for call in a.calls_of(helper):
             if a.own_callee(call) is not helper or passes_argument(call, helper, param):
                 continue
             if not _device_at_hand(a, call):

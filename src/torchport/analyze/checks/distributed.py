@@ -126,7 +126,7 @@ def _epoch_left_at_default(a: Analysis) -> Iterator[Finding]:
         default = _constant_default(func, given.id)
         if default is None:
             continue
-        for caller in a.calls:
+        for caller in a.calls_of(func):
             if a.own_callee(caller) is not func or passes_argument(caller, func, given.id):
                 continue
             outer = a.function_of(caller)
@@ -248,7 +248,7 @@ def unguarded_checkpoint_save(a: Analysis) -> Iterator[Finding]:
         func = a.function_of(call)
         if func not in starts and func not in called:
             continue
-        if any(_is_guard(a, up) for up in a.ancestors(call)) or _returned_unless_main(a, call):
+        if _rank_zero_only(a, call):
             continue
         if _writes_temporary_file(a, call):
             continue  # each process has a file of its own
@@ -329,7 +329,7 @@ _TEMPORARY_FILES = {
 def _writes_temporary_file(a: Analysis, save: ast.Call) -> bool:
     """``torch.save(obj, tmp)`` or ``tmp.name`` with ``with tempfile.NamedTemporaryFile() as
     tmp`` in the same function."""
-    target = save.args[1] if len(save.args) > 1 else keyword(save, "f")
+    target = _saved_to(save)
     if isinstance(target, ast.Attribute) and target.attr == "name":
         target = target.value
     if not isinstance(target, ast.Name):
@@ -689,11 +689,7 @@ def _switches_off(a: Analysis, cls: ast.ClassDef, init: Func) -> set[str]:
     class in the file passes that parameter."""
     defaults = parameter_defaults(init)
     off = {p for p, d in defaults.items() if isinstance(d, ast.Constant) and d.value is False}
-    calls = [c for c in a.calls_named.get(cls.name, []) if isinstance(c.func, ast.Name)]
-    names = [p.arg for p in [*init.args.posonlyargs, *init.args.args][1:]]
-    passed = {k.arg for c in calls for k in c.keywords if k.arg is not None} | {
-        names[i] for c in calls for i in range(min(len(c.args), len(names)))
-    }
+    passed = {p for p in off if any(given for _, given in a.given_by_call(init, p))}
     out: set[str] = set()
     for attr, assignments in a.attr_assignments(cls).items():
         for stmt, value in assignments:

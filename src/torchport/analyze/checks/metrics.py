@@ -349,24 +349,12 @@ def _a_mean(a: Analysis, value: ast.expr) -> bool:
 def _given_a_mean(a: Analysis, helper: Func, param: str) -> ast.expr | None:
     """A mean a same-file call hands ``helper`` as ``param``, where the caller does not
     divide what the helper returns (nor its own callers, when it returns that)."""
-    for call in a.calls:
-        if a.own_callee(call) is not helper:
-            continue
-        value = _given_at(a, call, helper, param)
-        if value is None:
-            continue
-        value = _origin(a, value, call.lineno)
+    for call, given in a.given_by_call(helper, param):
+        value = _origin(a, given, call.lineno) if given is not None else None
         if value is None or not _a_mean(a, value) or _result_divided(a, call, 1):
             continue
         return value
     return None
-
-
-def _given_at(a: Analysis, call: ast.Call, helper: Func, param: str) -> ast.expr | None:
-    params = [p.arg for p in [*helper.args.posonlyargs, *helper.args.args] if p.arg != "self"]
-    if param in params and params.index(param) < len(call.args):
-        return call.args[params.index(param)]
-    return keyword(call, param)
 
 
 def _result_divided(a: Analysis, call: ast.Call, depth: int) -> bool:
@@ -380,6 +368,6 @@ def _result_divided(a: Analysis, call: ast.Call, depth: int) -> bool:
     if owner is not None and name is not None:
         return _divided_after(owner, name.id, call.lineno)
     if isinstance(parent, ast.Return) and owner is not None and depth > 0:
-        callers = [c for c in a.calls if a.own_callee(c) is owner]
+        callers = a.calls_of(owner)
         return not callers or any(_result_divided(a, c, depth - 1) for c in callers)
     return False
